@@ -1,0 +1,150 @@
+"""Settings and per-assessment configuration of the engine.
+
+Two objects, two owners:
+
+* `EngineSettings` belongs to the operator (LLMs, endpoints, keys, concurrency, timeouts).
+  It is never built from a request.
+* `AssessmentConfig` belongs to whoever asks for an assessment (which agent, which tasks, how many trials). It
+  names a user model but can only pick among those the operator configured.
+
+Validation messages say what to change, because they reach API users verbatim.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCRIPTED_USER = "scripted"
+"""Name of the built-in deterministic user simulator (needs no LLM)."""
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run with these settings and data; the message says what to change."""
+
+
+class LLMEndpoint(BaseModel):
+    """One OpenAI-compatible chat-completions endpoint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(min_length=1, description="Model name sent in the request.")
+    base_url: str | None = Field(default=None, description="Endpoint base URL; None = the OpenAI default.")
+    api_key: str | None = Field(default=None, description="API key; None = the client's environment default.")
+    extra_args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra request arguments (e.g. reasoning_effort); they win over temperature/seed.",
+    )
+
+
+class EngineSettings(BaseModel):
+    """Operator settings the engine needs; built once by the service, shared by every assessment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_models: dict[str, LLMEndpoint] = Field(
+        default_factory=dict, description="User-simulator models an assessment may name, by name."
+    )
+    default_user_model: str = Field(default=SCRIPTED_USER, description="User model when a config names none.")
+    judge: LLMEndpoint | None = Field(
+        default=None, description="NL-assertion judge; None = assertions not judged."
+    )
+    max_concurrent_trials: int = Field(
+        default=64, ge=1, description="Trials running at once, all assessments."
+    )
+    max_concurrent_per_agent: int = Field(
+        default=32, ge=1, description="Trials running at once per white agent."
+    )
+    turn_timeout_s: float = Field(default=300.0, gt=0, description="Default wait for one white-agent reply.")
+    llm_timeout_s: float = Field(default=120.0, gt=0, description="Timeout of one user/judge LLM call.")
+    llm_max_retries: int = Field(default=3, ge=0, description="Retries of a failed user/judge LLM call.")
+    user_guidelines_file: Path | None = Field(
+        default=None, description="Replaces the built-in user guidelines."
+    )
+    judge_rubric_file: Path | None = Field(default=None, description="Replaces the built-in judge rubric.")
+    normalize_ids: bool = Field(
+        default=False, description="Tolerant id lookup in the tools (off = upstream parity)."
+    )
+
+    @model_validator(mode="after")
+    def _default_user_model_known(self) -> EngineSettings:
+        if self.default_user_model != SCRIPTED_USER and self.default_user_model not in self.user_models:
+            known = ", ".join([SCRIPTED_USER, *self.user_models]) or SCRIPTED_USER
+            raise ValueError(
+                f"default_user_model {self.default_user_model!r} is not configured; "
+                f"set it to one of: {known}, or add it to user_models"
+            )
+        if SCRIPTED_USER in self.user_models:
+            raise ValueError(
+                f"user_models must not redefine the built-in {SCRIPTED_USER!r} simulator; rename it"
+            )
+        return self
+
+
+class TaskSelection(BaseModel):
+    """Which tasks to run: explicit ids, or a split optionally cut to its first `num_tasks`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    split: Literal["base", "train", "test"] = "base"
+    task_ids: list[str] | None = Field(default=None, description="Explicit task ids (tasks.json ids).")
+    num_tasks: int | None = Field(default=None, ge=1, description="Run only the first N tasks of the split.")
+
+    @field_validator("task_ids")
+    @classmethod
+    def _task_ids_non_empty_unique(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("task_ids is empty; list at least one task id, or leave it out to use a split")
+        duplicates = sorted({t for t in value if value.count(t) > 1})
+        if duplicates:
+            raise ValueError(f"task_ids lists {duplicates} more than once; list each task once")
+        return value
+
+    @model_validator(mode="after")
+    def _not_both(self) -> TaskSelection:
+        if self.task_ids is not None and self.num_tasks is not None:
+            raise ValueError("give either task_ids or num_tasks, not both")
+        return self
+
+
+class AssessmentConfig(BaseModel):
+    """What one assessment runs: the agent under test, the tasks, trials and limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_url: str = Field(description="Base URL of the white agent (its agent card is fetched from there).")
+    tasks: TaskSelection = Field(default_factory=TaskSelection)
+    trials: int = Field(
+        default=1, ge=1, le=32, description="Trials per task (pass^k is reported up to k=trials)."
+    )
+    max_steps: int = Field(default=200, ge=1, le=10_000, description="Step limit per trial (upstream: 200).")
+    max_errors: int = Field(
+        default=10, ge=1, le=10_000, description="Cumulative tool errors that end a trial."
+    )
+    concurrency: int = Field(
+        default=8, ge=1, le=512, description="Trials of this assessment running at once."
+    )
+    dialect: Literal["auto", "text", "structured"] = Field(
+        default="auto", description="White-agent dialect; auto = structured if the agent card declares it."
+    )
+    user_model: str | None = Field(
+        default=None, description="A user model the operator configured, or 'scripted'."
+    )
+    seed: int = Field(default=300, description="Seed of the trial seeds (upstream: 300).")
+    turn_timeout_s: float | None = Field(
+        default=None, gt=0, le=3600, description="Per-turn wait; None = default."
+    )
+
+    @field_validator("agent_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        value = value.strip()
+        parsed = urlparse(value)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"agent_url must be an http:// or https:// URL with a host, got {value!r}")
+        return value.rstrip("/")

@@ -1,0 +1,145 @@
+"""Serialized results of the engine: trial results, progress events and the assessment report.
+
+These are pydantic models because they cross boundaries: the service stores them, streams them and rebuilds
+reports from them. `AssessmentReport.schema_version` is bumped whenever a stored field changes meaning.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+SIGNAL_DB = "DB_STATE_MATCH"
+SIGNAL_NL = "NL_ASSERTION"
+SIGNAL_CLEAN_EXIT = "CLEAN_EXIT"
+SIGNAL_ACTION = "ACTION_MATCH"
+SIGNAL_COMMUNICATE = "COMMUNICATE"
+SIGNAL_NAMES = (SIGNAL_DB, SIGNAL_NL, SIGNAL_CLEAN_EXIT, SIGNAL_ACTION, SIGNAL_COMMUNICATE)
+"""Every per-trial signal, in report order; the first three gate success, the last two are diagnostics."""
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class TrialKey(BaseModel):
+    """Identifies one trial within an assessment."""
+
+    task_id: str
+    trial: int = Field(ge=0)
+
+
+class ToolCallRecord(BaseModel):
+    """A tool call the white agent made; `id` is assigned by the engine when the agent gives none."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class TranscriptMessage(BaseModel):
+    """One message of a trial, as tau2 records it (assistant = white agent, user = simulated customer)."""
+
+    index: int = Field(ge=0)
+    role: Literal["assistant", "user", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCallRecord] | None = None
+    tool_call_id: str | None = None
+    error: bool = False
+    timestamp: datetime = Field(default_factory=utcnow)
+
+
+class NLVerdict(BaseModel):
+    """The judge's verdict on one natural-language assertion (exactly one per assertion, in order)."""
+
+    index: int = Field(ge=0)
+    assertion: str
+    passed: bool
+    reason: str
+
+
+class Signal(BaseModel):
+    """A named success signal; `counts` says whether it gates success; `passed` None = not evaluated."""
+
+    name: str
+    passed: bool | None
+    counts: bool
+    detail: str
+
+
+class TrialResult(BaseModel):
+    """Everything about one finished trial: verdict, its breakdown and the transcript that produced it."""
+
+    task_id: str
+    trial: int = Field(ge=0)
+    seed: int
+    termination_reason: str
+    reward: float | None = Field(
+        description="tau2 reward; None when excluded (infrastructure error, not judged)."
+    )
+    is_successful: bool | None
+    signals: list[Signal] = Field(default_factory=list)
+    nl_status: Literal["not_required", "judged", "not_judged"] = "not_required"
+    nl_verdicts: list[NLVerdict] = Field(default_factory=list)
+    judge_input: str | None = None
+    db_expected_hash: str | None = None
+    db_actual_hash: str | None = None
+    action_checks: list[dict[str, Any]] = Field(default_factory=list)
+    communicate_checks: list[dict[str, Any]] = Field(default_factory=list)
+    transcript: list[TranscriptMessage] = Field(default_factory=list)
+    protocol_warnings: list[str] = Field(default_factory=list)
+    error: str | None = None
+    steps: int = 0
+    num_errors: int = 0
+    started_at: datetime
+    finished_at: datetime
+
+    @property
+    def key(self) -> TrialKey:
+        return TrialKey(task_id=self.task_id, trial=self.trial)
+
+    @property
+    def excluded(self) -> bool:
+        """True when the trial is left out of avg reward and pass^k (it has no reward)."""
+        return self.reward is None
+
+
+class TrialStarted(BaseModel):
+    kind: Literal["trial_started"] = "trial_started"
+    task_id: str
+    trial: int
+
+
+class TurnTaken(BaseModel):
+    kind: Literal["turn_taken"] = "turn_taken"
+    task_id: str
+    trial: int
+    message: TranscriptMessage
+
+
+class TrialFinished(BaseModel):
+    kind: Literal["trial_finished"] = "trial_finished"
+    result: TrialResult
+
+
+ProgressEvent = Annotated[TrialStarted | TurnTaken | TrialFinished, Field(discriminator="kind")]
+
+
+class AssessmentReport(BaseModel):
+    """Aggregate metrics of one assessment (tau2 rules: infrastructure errors excluded, pass^k per task)."""
+
+    schema_version: int = 1
+    num_tasks: int
+    num_trials: int
+    trials_total: int
+    trials_scored: int
+    excluded: dict[str, int] = Field(default_factory=lambda: {"infrastructure_error": 0, "not_judged": 0})
+    avg_reward: float | None
+    pass_hat_k: dict[int, float] = Field(default_factory=dict)
+    signal_rates: dict[str, float | None] = Field(default_factory=dict)
+    nl_assertions_total: int = 0
+    termination_counts: dict[str, int] = Field(default_factory=dict)
+    task_rewards: dict[str, float] = Field(default_factory=dict)
+    time_used_s: float = 0.0
