@@ -1,0 +1,437 @@
+"""The data layer: every query and every transaction of the service goes through `AssessmentRepository`.
+
+It speaks in the engine's pydantic models (`TrialResult`, `AssessmentReport`) and in `AssessmentRecord`, a
+frozen snapshot of one assessments row; SQLAlchemy rows never leave this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import selectinload
+
+from api.db.tables import AssessmentRow, NLVerdictRow, TranscriptMessageRow, TrialRow
+from green_agent.models import AssessmentReport, TrialResult
+
+# Assessment statuses. `queued` and `running` are unfinished: a restarted service resumes them.
+QUEUED = "queued"
+RUNNING = "running"
+COMPLETED = "completed"
+FAILED = "failed"
+CANCELLED = "cancelled"
+UNFINISHED = (QUEUED, RUNNING)
+TERMINAL = (COMPLETED, FAILED, CANCELLED)
+STATUSES = (*UNFINISHED, *TERMINAL)
+
+# Fields of TrialResult kept in their own tables or columns rather than in `trials.detail`.
+_SPLIT_FIELDS = {"transcript", "nl_verdicts"}
+
+
+class IdempotencyConflict(Exception):
+    """The idempotency key was used before with a different request body."""
+
+    def __init__(self, key: str, existing_id: str) -> None:
+        super().__init__(
+            f"Idempotency-Key {key!r} was already used for assessment {existing_id} "
+            "with a different request; "
+            "use a new key for a different request"
+        )
+        self.key = key
+        self.existing_id = existing_id
+
+
+@dataclass(frozen=True)
+class AssessmentRecord:
+    """One stored assessment, detached from the session."""
+
+    id: str
+    status: str
+    agent_url: str
+    config: dict[str, Any]
+    source: str
+    idempotency_key: str | None
+    a2a_task_id: str | None
+    a2a_context_id: str | None
+    warnings: list[str]
+    trials_total: int
+    trials_done: int
+    report: AssessmentReport | None
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in TERMINAL
+
+
+@dataclass(frozen=True)
+class NewAssessment:
+    """What `create` needs; `config` is the AssessmentConfig as JSON."""
+
+    config: dict[str, Any]
+    agent_url: str
+    trials_total: int
+    source: str
+    warnings: list[str]
+    idempotency_key: str | None = None
+    a2a_task_id: str | None = None
+    a2a_context_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TrialSummary:
+    """A trial as listed: its verdict without transcript."""
+
+    task_id: str
+    trial: int
+    termination_reason: str
+    reward: float | None
+    is_successful: bool | None
+    nl_status: str
+    steps: int
+    error: str | None
+    finished_at: datetime
+
+
+def request_hash(config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _record(row: AssessmentRow) -> AssessmentRecord:
+    return AssessmentRecord(
+        id=row.id,
+        status=row.status,
+        agent_url=row.agent_url,
+        config=row.config,
+        source=row.source,
+        idempotency_key=row.idempotency_key,
+        a2a_task_id=row.a2a_task_id,
+        a2a_context_id=row.a2a_context_id,
+        warnings=list(row.warnings),
+        trials_total=row.trials_total,
+        trials_done=row.trials_done,
+        report=AssessmentReport.model_validate(row.report) if row.report is not None else None,
+        error=row.error,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
+
+
+def _trial_result(row: TrialRow) -> TrialResult:
+    data = dict(row.detail)
+    data["transcript"] = [
+        {
+            "index": m.index,
+            "role": m.role,
+            "content": m.content,
+            "tool_calls": m.tool_calls,
+            "tool_call_id": m.tool_call_id,
+            "error": m.error,
+            "timestamp": m.timestamp,
+        }
+        for m in row.messages
+    ]
+    data["nl_verdicts"] = [
+        {"index": v.index, "assertion": v.assertion, "passed": v.passed, "reason": v.reason}
+        for v in row.verdicts
+    ]
+    return TrialResult.model_validate(data)
+
+
+def _trial_row(assessment_id: str, result: TrialResult) -> TrialRow:
+    detail = result.model_dump(mode="json", exclude=_SPLIT_FIELDS)
+    row = TrialRow(
+        assessment_id=assessment_id,
+        task_id=result.task_id,
+        trial=result.trial,
+        seed=result.seed,
+        termination_reason=str(result.termination_reason),
+        reward=result.reward,
+        is_successful=result.is_successful,
+        nl_status=result.nl_status,
+        signals=detail["signals"],
+        detail=detail,
+        error=result.error,
+        steps=result.steps,
+        started_at=result.started_at,
+        finished_at=result.finished_at,
+    )
+    row.messages = [
+        TranscriptMessageRow(
+            index=m.index,
+            role=m.role,
+            content=m.content,
+            tool_calls=[c.model_dump(mode="json") for c in m.tool_calls]
+            if m.tool_calls is not None
+            else None,
+            tool_call_id=m.tool_call_id,
+            error=m.error,
+            timestamp=m.timestamp,
+        )
+        for m in result.transcript
+    ]
+    row.verdicts = [
+        NLVerdictRow(index=v.index, assertion=v.assertion, passed=v.passed, reason=v.reason)
+        for v in result.nl_verdicts
+    ]
+    return row
+
+
+class AssessmentRepository:
+    """Owns the queries and transactions over assessments, trials, transcripts and verdicts."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+
+    def _session(self) -> AsyncSession:
+        return self._sessions()
+
+    async def ping(self) -> None:
+        """Raise when the database cannot answer a trivial query."""
+        async with self._engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+
+    async def create(self, new: NewAssessment) -> tuple[AssessmentRecord, bool]:
+        """Insert a queued assessment; with an idempotency key already used for the same request, return that
+        one instead (`created` False). A key reused for a different request raises IdempotencyConflict."""
+        digest = request_hash(new.config)
+        if new.idempotency_key is not None:
+            existing = await self._by_key(new.idempotency_key, digest)
+            if existing is not None:
+                return existing, False
+        now = _now()
+        row = AssessmentRow(
+            id=str(uuid.uuid4()),
+            status=QUEUED,
+            agent_url=new.agent_url,
+            config=new.config,
+            source=new.source,
+            idempotency_key=new.idempotency_key,
+            request_hash=digest,
+            a2a_task_id=new.a2a_task_id,
+            a2a_context_id=new.a2a_context_id,
+            warnings=list(new.warnings),
+            trials_total=new.trials_total,
+            trials_done=0,
+            report=None,
+            error=None,
+            created_at=now,
+            started_at=None,
+            finished_at=None,
+            updated_at=now,
+        )
+        try:
+            async with self._session() as session, session.begin():
+                session.add(row)
+        except IntegrityError:
+            # Two requests with the same key raced; the other one won the unique constraint.
+            if new.idempotency_key is None:
+                raise
+            existing = await self._by_key(new.idempotency_key, digest)
+            if existing is None:
+                raise
+            return existing, False
+        return _record(row), True
+
+    async def _by_key(self, key: str, digest: str) -> AssessmentRecord | None:
+        async with self._session() as session:
+            row = (
+                await session.execute(select(AssessmentRow).where(AssessmentRow.idempotency_key == key))
+            ).scalar_one_or_none()
+            if row is None:
+                return None
+            if row.request_hash != digest:
+                raise IdempotencyConflict(key, row.id)
+            return _record(row)
+
+    async def get(self, assessment_id: str) -> AssessmentRecord | None:
+        async with self._session() as session:
+            row = await session.get(AssessmentRow, assessment_id)
+            return _record(row) if row is not None else None
+
+    async def get_by_a2a_task(self, a2a_task_id: str) -> AssessmentRecord | None:
+        async with self._session() as session:
+            row = (
+                await session.execute(select(AssessmentRow).where(AssessmentRow.a2a_task_id == a2a_task_id))
+            ).scalar_one_or_none()
+            return _record(row) if row is not None else None
+
+    async def page(
+        self, *, status: str | None = None, agent_url: str | None = None, limit: int = 50, offset: int = 0
+    ) -> tuple[list[AssessmentRecord], int]:
+        """A page of assessments, newest first, and the total matching the filters."""
+        conditions = []
+        if status is not None:
+            conditions.append(AssessmentRow.status == status)
+        if agent_url is not None:
+            conditions.append(AssessmentRow.agent_url == agent_url.rstrip("/"))
+        async with self._session() as session:
+            total = (
+                await session.execute(select(func.count()).select_from(AssessmentRow).where(*conditions))
+            ).scalar_one()
+            rows = (
+                await session.execute(
+                    select(AssessmentRow)
+                    .where(*conditions)
+                    .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)
+                    .limit(limit)
+                    .offset(offset)
+                )
+            ).scalars()
+            return [_record(r) for r in rows], total
+
+    async def list_unfinished(self) -> list[AssessmentRecord]:
+        async with self._session() as session:
+            rows = (
+                await session.execute(
+                    select(AssessmentRow)
+                    .where(AssessmentRow.status.in_(UNFINISHED))
+                    .order_by(AssessmentRow.created_at, AssessmentRow.id)
+                )
+            ).scalars()
+            return [_record(r) for r in rows]
+
+    async def mark_running(self, assessment_id: str) -> None:
+        now = _now()
+        async with self._session() as session, session.begin():
+            await session.execute(
+                update(AssessmentRow)
+                .where(AssessmentRow.id == assessment_id, AssessmentRow.status.in_(UNFINISHED))
+                .values(
+                    status=RUNNING,
+                    started_at=func.coalesce(AssessmentRow.started_at, now),
+                    updated_at=now,
+                )
+            )
+
+    async def save_trial(self, assessment_id: str, result: TrialResult) -> bool:
+        """Commit one finished trial with its transcript and verdicts, and refresh the progress count.
+
+        Returns False (and stores nothing) when that trial is already stored: a trial is never counted
+        twice."""
+        try:
+            async with self._session() as session, session.begin():
+                session.add(_trial_row(assessment_id, result))
+                await session.flush()
+                await session.execute(
+                    update(AssessmentRow)
+                    .where(AssessmentRow.id == assessment_id)
+                    .values(trials_done=self._trials_done(assessment_id), updated_at=_now())
+                )
+        except IntegrityError:
+            return False
+        return True
+
+    @staticmethod
+    def _trials_done(assessment_id: str) -> Any:
+        return (
+            select(func.count())
+            .select_from(TrialRow)
+            .where(TrialRow.assessment_id == assessment_id)
+            .scalar_subquery()
+        )
+
+    async def finish(
+        self,
+        assessment_id: str,
+        status: str,
+        *,
+        report: AssessmentReport | None = None,
+        error: str | None = None,
+    ) -> AssessmentRecord | None:
+        """Move an unfinished assessment to a terminal status; a finished one is left as it is."""
+        if status not in TERMINAL:
+            raise ValueError(f"{status!r} is not a terminal status")
+        now = _now()
+        async with self._session() as session, session.begin():
+            await session.execute(
+                update(AssessmentRow)
+                .where(AssessmentRow.id == assessment_id, AssessmentRow.status.in_(UNFINISHED))
+                .values(
+                    status=status,
+                    report=report.model_dump(mode="json") if report is not None else None,
+                    error=error,
+                    trials_done=self._trials_done(assessment_id),
+                    finished_at=now,
+                    updated_at=now,
+                )
+            )
+        return await self.get(assessment_id)
+
+    async def trial_results(self, assessment_id: str) -> list[TrialResult]:
+        """Every stored trial of an assessment, in full (what resume and report rebuilding need)."""
+        async with self._session() as session:
+            rows = (
+                await session.execute(
+                    select(TrialRow)
+                    .where(TrialRow.assessment_id == assessment_id)
+                    .options(selectinload(TrialRow.messages), selectinload(TrialRow.verdicts))
+                    .order_by(TrialRow.id)
+                )
+            ).scalars()
+            return [_trial_result(r) for r in rows]
+
+    async def list_trials(
+        self, assessment_id: str, *, limit: int = 100, offset: int = 0
+    ) -> tuple[list[TrialSummary], int]:
+        async with self._session() as session:
+            total = (
+                await session.execute(
+                    select(func.count()).select_from(TrialRow).where(TrialRow.assessment_id == assessment_id)
+                )
+            ).scalar_one()
+            rows = (
+                await session.execute(
+                    select(TrialRow)
+                    .where(TrialRow.assessment_id == assessment_id)
+                    .order_by(TrialRow.id)
+                    .limit(limit)
+                    .offset(offset)
+                )
+            ).scalars()
+            summaries = [
+                TrialSummary(
+                    task_id=r.task_id,
+                    trial=r.trial,
+                    termination_reason=r.termination_reason,
+                    reward=r.reward,
+                    is_successful=r.is_successful,
+                    nl_status=r.nl_status,
+                    steps=r.steps,
+                    error=r.error,
+                    finished_at=r.finished_at,
+                )
+                for r in rows
+            ]
+            return summaries, total
+
+    async def get_trial(self, assessment_id: str, task_id: str, trial: int) -> TrialResult | None:
+        async with self._session() as session:
+            row = (
+                await session.execute(
+                    select(TrialRow)
+                    .where(
+                        TrialRow.assessment_id == assessment_id,
+                        TrialRow.task_id == task_id,
+                        TrialRow.trial == trial,
+                    )
+                    .options(selectinload(TrialRow.messages), selectinload(TrialRow.verdicts))
+                )
+            ).scalar_one_or_none()
+            return _trial_result(row) if row is not None else None

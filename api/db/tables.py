@@ -1,0 +1,153 @@
+"""SQL tables of the service (the A2A SDK's `tasks` table lives in the same database, managed by the SDK).
+
+Ids are UUID4 strings (36 characters), the size the SDK's A2A tables use for task ids. Trials are unique on
+(assessment, task, trial): that constraint is what makes "nothing is counted twice" hold across a resume.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite hands back naive values)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSON(),
+        list[Any]: JSON(),
+    }
+
+
+class AssessmentRow(Base):
+    __tablename__ = "assessments"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    agent_url: Mapped[str] = mapped_column(String(2048), index=True)
+    config: Mapped[dict[str, Any]]
+    source: Mapped[str] = mapped_column(
+        String(8), doc="rest, a2a or cli: the door the assessment came in by."
+    )
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
+    request_hash: Mapped[str | None] = mapped_column(String(64))
+    a2a_task_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    a2a_context_id: Mapped[str | None] = mapped_column(String(36))
+    warnings: Mapped[list[Any]]
+    trials_total: Mapped[int] = mapped_column(Integer)
+    trials_done: Mapped[int] = mapped_column(Integer, default=0)
+    report: Mapped[dict[str, Any] | None]
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime]
+
+    trials: Mapped[list[TrialRow]] = relationship(
+        back_populates="assessment", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+    __table_args__ = (Index("ix_assessments_created_at_id", "created_at", "id"),)
+
+
+class TrialRow(Base):
+    __tablename__ = "trials"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    assessment_id: Mapped[str] = mapped_column(ForeignKey("assessments.id", ondelete="CASCADE"))
+    task_id: Mapped[str] = mapped_column(String(64))
+    trial: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int] = mapped_column(Integer)
+    termination_reason: Mapped[str] = mapped_column(String(32))
+    reward: Mapped[float | None] = mapped_column(Float)
+    is_successful: Mapped[bool | None] = mapped_column(Boolean)
+    nl_status: Mapped[str] = mapped_column(String(16))
+    signals: Mapped[list[Any]]
+    detail: Mapped[dict[str, Any]] = mapped_column(
+        JSON, doc="The rest of the TrialResult (checks, hashes, judge input, warnings, timing)."
+    )
+    error: Mapped[str | None] = mapped_column(Text)
+    steps: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime]
+
+    assessment: Mapped[AssessmentRow] = relationship(back_populates="trials")
+    messages: Mapped[list[TranscriptMessageRow]] = relationship(
+        order_by="TranscriptMessageRow.index", cascade="all, delete-orphan", passive_deletes=True
+    )
+    verdicts: Mapped[list[NLVerdictRow]] = relationship(
+        order_by="NLVerdictRow.index", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+    __table_args__ = (
+        UniqueConstraint("assessment_id", "task_id", "trial", name="uq_trials_assessment_task_trial"),
+    )
+
+
+class TranscriptMessageRow(Base):
+    __tablename__ = "transcript_messages"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), index=True)
+    index: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str | None] = mapped_column(Text)
+    tool_calls: Mapped[list[Any] | None] = mapped_column(JSON)
+    tool_call_id: Mapped[str | None] = mapped_column(String(255))
+    error: Mapped[bool] = mapped_column(Boolean, default=False)
+    timestamp: Mapped[datetime]
+
+
+class NLVerdictRow(Base):
+    __tablename__ = "nl_verdicts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), index=True)
+    index: Mapped[int] = mapped_column(Integer)
+    assertion: Mapped[str] = mapped_column(Text)
+    passed: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str] = mapped_column(Text)

@@ -1,0 +1,194 @@
+"""Operator settings of the service, read from the environment (and an optional `.env` file).
+
+Everything that costs money or reaches another machine on the operator's behalf (LLM endpoints, keys,
+model arguments, concurrency bounds) lives here and only here: API requests can pick among the configured
+user models by name, never bring their own. `Settings.engine_settings()` turns these into the engine's
+`EngineSettings`.
+
+Names: `DATABASE_URL`, `TAU2_RETAIL_DATA_DIR`, `OPENAI_BASE_URL` and `OPENAI_API_KEY` are read as is (the
+names other tools use); every setting can also be given as `GREEN_AGENT_<FIELD NAME>`
+(e.g. `GREEN_AGENT_USER_MODELS`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./green_agent.db"
+
+# Driver-less URLs people copy from elsewhere, mapped to the async drivers this service ships with.
+_URL_SCHEMES = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "postgres": "postgresql+asyncpg",
+    "postgresql": "postgresql+asyncpg",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+}
+
+
+class ModelSpec(BaseModel):
+    """One operator-configured LLM: model name, optionally its own endpoint, fixed request arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    extra_args: dict[str, Any] = Field(default_factory=dict)
+
+
+def normalize_database_url(url: str) -> str:
+    """Return `url` with an async driver; raise ValueError naming the accepted forms otherwise."""
+    scheme, sep, rest = url.strip().partition("://")
+    if not sep or scheme not in _URL_SCHEMES:
+        raise ValueError(
+            f"DATABASE_URL {url!r} is not supported; use sqlite+aiosqlite:///path/to/file.db "
+            "or postgresql+asyncpg://user:password@host:5432/dbname"
+        )
+    return f"{_URL_SCHEMES[scheme]}://{rest}"
+
+
+class Settings(BaseSettings):
+    """Every operator setting of the service, with defaults that run with zero configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GREEN_AGENT_", env_file=".env", extra="ignore", populate_by_name=True
+    )
+
+    database_url: str = Field(
+        default=DEFAULT_DATABASE_URL,
+        validation_alias=AliasChoices("DATABASE_URL", "GREEN_AGENT_DATABASE_URL", "database_url"),
+        description="sqlite+aiosqlite (default, a file created on first start) or postgresql+asyncpg URL.",
+    )
+    data_dir: Path | None = Field(
+        default=None,
+        validation_alias=AliasChoices("TAU2_RETAIL_DATA_DIR", "GREEN_AGENT_DATA_DIR", "data_dir"),
+        description="Directory with the verified tau2 retail data; None = the installed data package.",
+    )
+    openai_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OPENAI_BASE_URL", "GREEN_AGENT_OPENAI_BASE_URL", "openai_base_url"),
+        description="Default OpenAI-compatible endpoint for the user and judge models.",
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OPENAI_API_KEY", "GREEN_AGENT_OPENAI_API_KEY", "openai_api_key"),
+        description="Default key for that endpoint.",
+    )
+    user_models: dict[str, ModelSpec] = Field(
+        default_factory=dict,
+        description='User-simulator models requests may name, as JSON: {"gpt-4.1": {"model": "gpt-4.1"}}. '
+        "The built-in scripted user is always available.",
+    )
+    default_user_model: str = Field(
+        default=SCRIPTED_USER, description="User model when a request names none."
+    )
+    judge_model: ModelSpec | None = Field(
+        default=None, description='NL-assertion judge as JSON ({"model": "gpt-4.1"}); unset = not judged.'
+    )
+    max_concurrent_trials: int = Field(default=64, ge=1, le=4096)
+    max_concurrent_per_agent: int = Field(default=32, ge=1, le=4096)
+    turn_timeout_s: float = Field(default=300.0, gt=0, le=3600)
+    llm_timeout_s: float = Field(default=120.0, gt=0, le=3600)
+    llm_max_retries: int = Field(default=3, ge=0, le=20)
+    user_guidelines_file: Path | None = None
+    judge_rubric_file: Path | None = None
+    normalize_ids: bool = False
+    card_url: str | None = Field(
+        default=None, description="Public URL the agent card advertises; None = http://<host>:<port>/."
+    )
+    host: str = "127.0.0.1"
+    port: int = Field(default=9009, ge=0, le=65535)
+    resume_on_start: bool = Field(default=True, description="Continue unfinished assessments at start-up.")
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, value: str) -> str:
+        return normalize_database_url(value)
+
+    @field_validator("user_models", mode="before")
+    @classmethod
+    def _model_shorthand(cls, value: Any) -> Any:
+        # {"name": "model-id"} is accepted as shorthand for {"name": {"model": "model-id"}}.
+        if isinstance(value, dict):
+            return {k: {"model": v} if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+    @field_validator("judge_model", mode="before")
+    @classmethod
+    def _judge_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"model": value} if value.strip() else None
+        return value
+
+    @field_validator("card_url")
+    @classmethod
+    def _card_url_http(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parsed = urlparse(value)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"card_url must be an http:// or https:// URL with a host, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        for name in self.user_models:
+            if not name.strip() or name == SCRIPTED_USER:
+                raise ValueError(
+                    f"user_models has an invalid name {name!r}: "
+                    f"names must be non-empty and not {SCRIPTED_USER!r}"
+                )
+        if self.default_user_model != SCRIPTED_USER and self.default_user_model not in self.user_models:
+            known = ", ".join([SCRIPTED_USER, *self.user_models])
+            raise ValueError(
+                f"default_user_model {self.default_user_model!r} is not configured; use one of: {known}"
+            )
+        if self.max_concurrent_per_agent > self.max_concurrent_trials:
+            raise ValueError(
+                "max_concurrent_per_agent cannot exceed max_concurrent_trials; "
+                "lower it or raise the global bound"
+            )
+        return self
+
+    def public_card_url(self, host: str | None = None, port: int | None = None) -> str:
+        """The URL the agent card advertises: the configured one, else this server's own address."""
+        if self.card_url:
+            return self.card_url.rstrip("/") + "/"
+        host = host or self.host
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        return f"http://{shown}:{port if port is not None else self.port}/"
+
+    def user_model_names(self) -> list[str]:
+        return [SCRIPTED_USER, *self.user_models]
+
+    def _endpoint(self, spec: ModelSpec) -> LLMEndpoint:
+        key = spec.api_key or self.openai_api_key
+        return LLMEndpoint(
+            model=spec.model,
+            base_url=spec.base_url or self.openai_base_url,
+            api_key=key.get_secret_value() if key else None,
+            extra_args=dict(spec.extra_args),
+        )
+
+    def engine_settings(self) -> EngineSettings:
+        return EngineSettings(
+            user_models={name: self._endpoint(spec) for name, spec in self.user_models.items()},
+            default_user_model=self.default_user_model,
+            judge=self._endpoint(self.judge_model) if self.judge_model else None,
+            max_concurrent_trials=self.max_concurrent_trials,
+            max_concurrent_per_agent=self.max_concurrent_per_agent,
+            turn_timeout_s=self.turn_timeout_s,
+            llm_timeout_s=self.llm_timeout_s,
+            llm_max_retries=self.llm_max_retries,
+            user_guidelines_file=self.user_guidelines_file,
+            judge_rubric_file=self.judge_rubric_file,
+            normalize_ids=self.normalize_ids,
+        )

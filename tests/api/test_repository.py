@@ -1,0 +1,122 @@
+"""The data layer on both backends: migrations, idempotency, trial storage round trip, no double counting."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+
+from api.db.engine import create_engine
+from api.db.migrate import upgrade
+from api.db.repository import (
+    COMPLETED,
+    RUNNING,
+    AssessmentRepository,
+    IdempotencyConflict,
+    NewAssessment,
+)
+from green_agent.models import (
+    AssessmentReport,
+    NLVerdict,
+    Signal,
+    ToolCallRecord,
+    TranscriptMessage,
+    TrialResult,
+)
+
+
+@pytest.fixture
+async def repo(database_url: str) -> AsyncIterator[AssessmentRepository]:
+    engine = create_engine(database_url)
+    await upgrade(engine)
+    await upgrade(engine)  # a second run is a no-op, as at every start-up
+    yield AssessmentRepository(engine)
+    await engine.dispose()
+
+
+def new(key: str | None = None, agent: str = "http://agent.test", trials: int = 2) -> NewAssessment:
+    config = {"agent_url": agent, "trials": trials}
+    return NewAssessment(
+        config=config, agent_url=agent, trials_total=trials, source="rest", warnings=[], idempotency_key=key
+    )
+
+
+def trial(task_id: str, n: int, reward: float | None = 1.0) -> TrialResult:
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    return TrialResult(
+        task_id=task_id,
+        trial=n,
+        seed=300 + n,
+        termination_reason="user_stop",
+        reward=reward,
+        is_successful=reward == 1.0 if reward is not None else None,
+        signals=[Signal(name="DB_STATE_MATCH", passed=True, counts=True, detail="hash matched")],
+        nl_status="judged",
+        nl_verdicts=[NLVerdict(index=0, assertion="agent apologised", passed=False, reason="it did not")],
+        judge_input="the transcript as the judge saw it",
+        db_expected_hash="abc",
+        db_actual_hash="abc",
+        transcript=[
+            TranscriptMessage(index=0, role="user", content="hi", timestamp=now),
+            TranscriptMessage(
+                index=1,
+                role="assistant",
+                tool_calls=[ToolCallRecord(id="c1", name="find_user_id_by_email", arguments={"email": "x"})],
+                timestamp=now,
+            ),
+            TranscriptMessage(index=2, role="tool", content="user_1", tool_call_id="c1", timestamp=now),
+        ],
+        protocol_warnings=["reply was not JSON"],
+        steps=3,
+        started_at=now,
+        finished_at=now,
+    )
+
+
+async def test_idempotency_key_returns_same_assessment(repo: AssessmentRepository) -> None:
+    first, created = await repo.create(new(key="k1"))
+    again, created_again = await repo.create(new(key="k1"))
+    other, _ = await repo.create(new(key="k2"))
+    assert created and not created_again
+    assert again.id == first.id
+    assert other.id != first.id
+    with pytest.raises(IdempotencyConflict, match="different request"):
+        await repo.create(new(key="k1", trials=3))
+
+
+async def test_trial_round_trip_and_no_double_count(repo: AssessmentRepository) -> None:
+    record, _ = await repo.create(new())
+    await repo.mark_running(record.id)
+    stored = trial("7", 0)
+    assert await repo.save_trial(record.id, stored)
+    assert not await repo.save_trial(record.id, stored)  # the same trial again is refused
+    assert await repo.save_trial(record.id, trial("7", 1, reward=None))
+
+    current = await repo.get(record.id)
+    assert current is not None and current.status == RUNNING and current.trials_done == 2
+    loaded = await repo.get_trial(record.id, "7", 0)
+    assert loaded == stored
+    assert [t.trial for t in await repo.trial_results(record.id)] == [0, 1]
+    summaries, total = await repo.list_trials(record.id)
+    assert total == 2 and summaries[1].reward is None
+
+
+async def test_finish_page_and_unfinished(repo: AssessmentRepository) -> None:
+    a, _ = await repo.create(new(agent="http://a.test"))
+    b, _ = await repo.create(new(agent="http://b.test"))
+    report = AssessmentReport(
+        num_tasks=1, num_trials=1, trials_total=1, trials_scored=1, avg_reward=1.0, pass_hat_k={1: 1.0}
+    )
+    done = await repo.finish(a.id, COMPLETED, report=report)
+    assert done is not None and done.status == COMPLETED and done.report == report
+    # A finished assessment stays finished.
+    again = await repo.finish(a.id, "cancelled")
+    assert again is not None and again.status == COMPLETED
+    assert [r.id for r in await repo.list_unfinished()] == [b.id]
+    page, total = await repo.page(status=COMPLETED)
+    assert total == 1 and page[0].id == a.id
+    page, total = await repo.page(agent_url="http://b.test/")
+    assert total == 1 and page[0].id == b.id
+    page, total = await repo.page(limit=1, offset=1)
+    assert total == 2 and len(page) == 1
