@@ -13,7 +13,7 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 
 # Where the test PostgreSQL lives: trust auth, user postgres (see .ci/run).
