@@ -1,0 +1,140 @@
+"""One trial's environment: a copy-on-write DB over the shared base plus the 16 tools.
+
+``call`` is the only way in, and it never raises: whatever goes wrong becomes the ``Error: ...`` tool result
+upstream would have produced, and a mutation made before the failure stays (upstream does not roll back).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .schemas import TOOL_NAMES, WRITE_TOOLS
+from .store import BaseDb, OverlayDb
+from .tools import RetailTools
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What the agent sees: upstream's ToolMessage ``content`` and ``error`` flag."""
+
+    content: str
+    error: bool
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool invocation by name with JSON-decoded arguments."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def to_openai(self, call_id: str) -> dict[str, Any]:
+        """The OpenAI chat wire form (arguments as a JSON string)."""
+        return {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": json.dumps(self.arguments)},
+        }
+
+
+def _render(value: Any) -> str:
+    # Upstream: strings go out as-is, models as json.dumps(model_dump(), default=str) with default separators.
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=str)
+
+
+def _canonical_order_id(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    text = value.strip().upper()
+    return text if text.startswith("#") else "#" + text
+
+
+def _lower_id(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def _stripped(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return [item.strip() if isinstance(item, str) else item for item in value]
+    return value
+
+
+# Optional lookup normalization (off by default, see the semantics doc section 10): agents fed by speech
+# recognition spell ids inconsistently. Only the identifiers are touched; free text (addresses, reasons)
+# never is.
+_NORMALIZERS = {
+    "order_id": _canonical_order_id,
+    "user_id": _lower_id,
+    "email": _lower_id,
+    "payment_method_id": _lower_id,
+    "product_id": _stripped,
+    "item_id": _stripped,
+    "item_ids": _stripped,
+    "new_item_ids": _stripped,
+}
+
+
+def normalize_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Canonical spelling of the id arguments of a call; unknown keys and non-string values are left alone."""
+    return {key: _NORMALIZERS.get(key, _keep)(value) for key, value in arguments.items()}
+
+
+def _keep(value: Any) -> Any:
+    return value
+
+
+class RetailEnvironment:
+    """The DB and tools of one trial. Cheap to create: nothing is copied until a tool writes."""
+
+    __slots__ = ("_db", "_hash", "_normalize_ids", "_tools")
+
+    def __init__(self, base: BaseDb, normalize_ids: bool = False) -> None:
+        self._db = OverlayDb(base)
+        self._tools = RetailTools(self._db)
+        self._normalize_ids = normalize_ids
+        self._hash: str | None = base.initial_hash
+
+    @property
+    def normalize_ids(self) -> bool:
+        return self._normalize_ids
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
+        """Run one tool call; never raises."""
+        try:
+            if name not in TOOL_NAMES:
+                raise ValueError(f"Tool '{name}' not found.")
+            if arguments is None:
+                arguments = {}
+            if not isinstance(arguments, Mapping):
+                raise TypeError(f"tool arguments must be a JSON object, not {type(arguments).__name__}")
+            if self._normalize_ids:
+                arguments = normalize_arguments(arguments)
+            if name in WRITE_TOOLS:
+                self._hash = None
+            return ToolResult(_render(getattr(self._tools, name)(**arguments)), False)
+        except Exception as exc:
+            return ToolResult(f"Error: {exc}", True)
+
+    def call_tool(self, call: ToolCall) -> ToolResult:
+        return self.call(call.name, call.arguments)
+
+    def db_hash(self) -> str:
+        """Upstream's hash of the whole DB (sha256 of the sorted-key JSON of its model_dump())."""
+        if self._hash is None:
+            self._hash = self._db.db_hash()
+        return self._hash
+
+    def changed_entities(self) -> int:
+        """How many orders and users this trial has copied (a measure of its memory cost)."""
+        return self._db.changed_count()
+
+    def dump(self) -> dict[str, Any]:
+        """The whole DB as upstream's model_dump() (a deep copy; slow, for debugging)."""
+        return self._db.dump()

@@ -1,0 +1,35 @@
+"""Gold replay: the expected end state of a task, computed as upstream does.
+
+Every reference action runs in order on a fresh environment, reads included; a gold call that fails is
+recorded and skipped (15 tasks contain such calls on purpose or by staleness), exactly like upstream's
+evaluator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .environment import RetailEnvironment, ToolCall
+from .store import BaseDb
+from .tasks import Task
+
+
+@dataclass(frozen=True)
+class GoldOutcome:
+    """``db_hash``: the expected DB hash; ``actions``: the reference calls, ready for an oracle agent to make;
+    ``failed_calls``: (index in actions, tool name, error content) of the gold calls that failed."""
+
+    db_hash: str
+    actions: tuple[ToolCall, ...]
+    failed_calls: tuple[tuple[int, str, str], ...]
+
+
+def replay_gold(base: BaseDb, task: Task) -> GoldOutcome:
+    env = RetailEnvironment(base)
+    failed: list[tuple[int, str, str]] = []
+    actions = tuple(action.to_tool_call() for action in task.gold_actions)
+    for index, call in enumerate(actions):
+        result = env.call(call.name, call.arguments)
+        if result.error:
+            failed.append((index, call.name, result.content))
+    return GoldOutcome(db_hash=env.db_hash(), actions=actions, failed_calls=tuple(failed))

