@@ -1,0 +1,56 @@
+"""The agent card: what an A2A client (an AgentBeats runner, the a2a-sdk client) learns about this service."""
+
+from __future__ import annotations
+
+import json
+
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+
+from api import __version__
+
+JSONRPC_PATH = "/"
+REST_PREFIX = "/a2a"
+
+_EXAMPLE = json.dumps(
+    {"participants": {"agent": "https://agent.example/"}, "config": {"domain": "retail", "num_tasks": 5}}
+)
+
+
+def build_agent_card(public_url: str) -> AgentCard:
+    """The card for a service reachable at `public_url` (JSON-RPC there; REST under /a2a; 0.3 clients too)."""
+    base = public_url.rstrip("/")
+    return AgentCard(
+        name="tau2 retail green agent",
+        description=(
+            "Assesses a customer-service agent (the participant named 'agent') on the tau2-bench retail "
+            "domain: 114 tasks, a simulated customer, scoring by database state and natural-language "
+            "assertions, several trials per task with pass^k. Send the AgentBeats request as JSON text."
+        ),
+        version=__version__,
+        supported_interfaces=[
+            AgentInterface(url=base + JSONRPC_PATH, protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=base + REST_PREFIX, protocol_binding="HTTP+JSON", protocol_version="1.0"),
+            AgentInterface(url=base + JSONRPC_PATH, protocol_binding="JSONRPC", protocol_version="0.3"),
+        ],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[
+            AgentSkill(
+                id="tau2-retail-assessment",
+                name="tau2 retail assessment",
+                description=(
+                    "Runs the retail tasks against the agent in participants.agent. config: domain "
+                    '("retail", required), task_ids or num_tasks, num_trials, max_steps, user_llm (one of '
+                    "the operator's configured user models), shard_index/num_shards. Streams progress per "
+                    "finished trial and "
+                    "completes with one artifact named Result (text summary and data: score, pass_rate, "
+                    "task_rewards, pass^k, signal rates)."
+                ),
+                tags=["tau2", "retail", "assessment", "agentbeats", "benchmark"],
+                examples=[_EXAMPLE],
+                input_modes=["text/plain", "application/json"],
+                output_modes=["text/plain", "application/json"],
+            )
+        ],
+    )

@@ -1,0 +1,178 @@
+"""The A2A door: an AgentExecutor that runs AgentBeats requests as assessments of the shared service.
+
+One A2A task = one assessment (stored with the task id, so REST shows it too). Progress goes out as a working
+status update per finished trial; the end is one `Result` artifact and the completed state. Requests that
+cannot be run are rejected (a task state, with a message saying what to send), never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING
+
+from a2a.helpers import get_data_parts, new_data_part, new_task_from_user_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskStore, TaskUpdater
+from a2a.types import Artifact, Part, TaskState, TaskStatus
+
+from api.a2a.request import RequestError, parse_request
+from api.a2a.result import RESULT_ARTIFACT, result_data, result_summary
+from api.db.repository import CANCELLED, COMPLETED, AssessmentRecord
+from api.events import Lagged, StatusChanged, TrialDone
+from green_agent.config import ConfigError
+
+if TYPE_CHECKING:
+    from api.runtime import Runtime
+
+logger = logging.getLogger(__name__)
+
+
+def request_text(context: RequestContext) -> str:
+    """The request as text: the text parts, else a DataPart holding the JSON object."""
+    text = context.get_user_input().strip()
+    if text or context.message is None:
+        return text
+    for data in get_data_parts(list(context.message.parts)):
+        if isinstance(data, dict):
+            return json.dumps(data)
+    return ""
+
+
+class AssessmentExecutor(AgentExecutor):
+    """Bound to the runtime at start-up (`bind`), since the card and routes exist before the lifespan runs."""
+
+    def __init__(self) -> None:
+        self._runtime: Runtime | None = None
+        self._attached: set[str] = set()  # A2A task ids with a live execute() reporting on them
+        self._cancelling: set[str] = set()  # A2A task ids being cancelled through A2A
+
+    def bind(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        runtime.service.finish_listeners.append(self._on_finished)
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            raise RuntimeError("the A2A executor is used before the service started")
+        return self._runtime
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        if context.message is None:
+            raise ValueError("execute() without a message")
+        task = context.current_task or new_task_from_user_message(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+
+        runtime = self.runtime
+        try:
+            config, notes = parse_request(
+                request_text(context),
+                split_ids=runtime.data.splits,
+                user_models=runtime.settings.user_model_names(),
+            )
+            record, _ = await runtime.service.create(
+                config,
+                source="a2a",
+                idempotency_key=f"a2a:{task.id}",
+                a2a_task_id=task.id,
+                a2a_context_id=task.context_id,
+                start=False,
+            )
+        except (RequestError, ConfigError) as exc:
+            await updater.reject(message=updater.new_agent_message([Part(text=str(exc))]))
+            return
+
+        self._attached.add(task.id)
+        try:
+            await self._follow(runtime, record, notes, updater)
+        finally:
+            self._attached.discard(task.id)
+
+    async def _follow(
+        self, runtime: Runtime, record: AssessmentRecord, notes: list[str], updater: TaskUpdater
+    ) -> None:
+        service = runtime.service
+        intro = f"Assessment {record.id} started: {record.trials_total} trials."
+        if notes or record.warnings:
+            intro += " " + " ".join([*notes, *record.warnings])
+        async with service.subscribe(record.id) as subscription:
+            service.start(record)
+            await updater.start_work(message=updater.new_agent_message([Part(text=intro)]))
+            async for event in subscription:
+                if isinstance(event, TrialDone):
+                    reward = "excluded" if event.reward is None else f"reward {event.reward:g}"
+                    text = (
+                        f"{event.trials_done}/{event.trials_total} trials done: task {event.task_id} "
+                        f"trial {event.trial} ended by {event.termination_reason}, {reward}."
+                    )
+                    await updater.update_status(
+                        TaskState.TASK_STATE_WORKING, message=updater.new_agent_message([Part(text=text)])
+                    )
+                elif (isinstance(event, StatusChanged) and event.status not in ("queued", "running")) or (
+                    isinstance(event, Lagged)
+                ):
+                    break
+        final = await service.wait(record.id)
+        if final.status == COMPLETED and final.report is not None:
+            await updater.add_artifact(
+                [
+                    Part(text=result_summary(final, final.report)),
+                    new_data_part(result_data(final, final.report)),
+                ],
+                name=RESULT_ARTIFACT,
+            )
+            await updater.complete()
+        elif final.status == CANCELLED:
+            if updater.task_id not in self._cancelling:  # cancelled through REST: mirror it here
+                await updater.cancel(message=updater.new_agent_message([Part(text="Assessment cancelled.")]))
+        else:
+            reason = final.error or f"assessment ended as {final.status}"
+            await updater.failed(
+                message=updater.new_agent_message([Part(text=f"Assessment failed: {reason}")])
+            )
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id = context.task_id
+        if task_id is None:
+            return
+        self._cancelling.add(task_id)
+        try:
+            record = await self.runtime.repository.get_by_a2a_task(task_id)
+            if record is not None:
+                await self.runtime.service.cancel(record.id)
+            updater = TaskUpdater(event_queue, task_id, context.context_id or "")
+            await updater.cancel(message=updater.new_agent_message([Part(text="Assessment cancelled.")]))
+        finally:
+            self._cancelling.discard(task_id)
+
+    async def _on_finished(self, record: AssessmentRecord) -> None:
+        """An A2A-started assessment that finished with nobody attached (it was resumed after a restart):
+        write its final state into the A2A task store so a client polling the task sees the result."""
+        if record.a2a_task_id is None or record.a2a_task_id in self._attached:
+            return
+        store: TaskStore = self.runtime.task_store
+        call_context = ServerCallContext()
+        task = await store.get(record.a2a_task_id, call_context)
+        if task is None:
+            return
+        if record.status == COMPLETED and record.report is not None:
+            task.artifacts.append(
+                Artifact(
+                    artifact_id=f"result-{record.id}",
+                    name=RESULT_ARTIFACT,
+                    parts=[
+                        Part(text=result_summary(record, record.report)),
+                        new_data_part(result_data(record, record.report)),
+                    ],
+                )
+            )
+            state = TaskState.TASK_STATE_COMPLETED
+        elif record.status == CANCELLED:
+            state = TaskState.TASK_STATE_CANCELED
+        else:
+            state = TaskState.TASK_STATE_FAILED
+        task.status.CopyFrom(TaskStatus(state=state))
+        await store.save(task, call_context)

@@ -1,0 +1,51 @@
+"""The `Result` artifact: the keys AgentBeats leaderboards already read, plus this project's additions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.db.repository import AssessmentRecord
+from green_agent.models import AssessmentReport
+
+RESULT_ARTIFACT = "Result"
+
+
+def result_data(record: AssessmentRecord, report: AssessmentReport) -> dict[str, Any]:
+    """The DataPart of the Result artifact.
+
+    `score` is the sum over tasks of each task's mean reward and `max_score` the number of tasks scored, so
+    `pass_rate` (0-100) is the tau2 average reward as a percentage, as the official tau2 green reports it."""
+    score = sum(report.task_rewards.values())
+    max_score = len(report.task_rewards)
+    return {
+        "domain": "retail",
+        "score": score,
+        "max_score": max_score,
+        "pass_rate": 100.0 * score / max_score if max_score else 0.0,
+        "task_rewards": dict(report.task_rewards),
+        "time_used": report.time_used_s,
+        "assessment_id": record.id,
+        "num_tasks": report.num_tasks,
+        "num_trials": report.num_trials,
+        "trials_total": report.trials_total,
+        "trials_scored": report.trials_scored,
+        "excluded": dict(report.excluded),
+        "avg_reward": report.avg_reward,
+        "pass_hat_k": {str(k): v for k, v in report.pass_hat_k.items()},
+        "pass_power_k_scores": {f"Pass^{k}": v for k, v in report.pass_hat_k.items()},
+        "signal_rates": dict(report.signal_rates),
+        "termination_counts": dict(report.termination_counts),
+        "nl_assertions_total": report.nl_assertions_total,
+        "schema_version": report.schema_version,
+    }
+
+
+def result_summary(record: AssessmentRecord, report: AssessmentReport) -> str:
+    data = result_data(record, report)
+    pass_k = ", ".join(f"pass^{k} {v:.3f}" for k, v in report.pass_hat_k.items()) or "no pass^k"
+    avg = f"{report.avg_reward:.3f}" if report.avg_reward is not None else "n/a"
+    return (
+        f"tau2 retail assessment {record.id}: {report.num_tasks} tasks x {report.num_trials} trials, "
+        f"{report.trials_scored}/{report.trials_total} trials scored; average reward {avg}; "
+        f"pass rate {data['pass_rate']:.1f}%; {pass_k}; {report.time_used_s:.1f} s."
+    )

@@ -1,0 +1,211 @@
+"""`green-agent`: serve the service, run an assessment from the shell, the zero-configuration demo, replay,
+and database migrations.
+
+    green-agent serve [--host H] [--port P] [--card-url URL]    the service (what the container runs)
+    green-agent run --agent-url URL [selection and limits]      one assessment in-process, report as JSON
+    green-agent demo [--trials N] [--num-tasks N]               built-in oracle agent, scripted user, SQLite
+    green-agent replay ...                                      retail_domain.replay (gold replay tooling)
+    green-agent db upgrade [--database-url URL]                 apply the migrations
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from api.settings import Settings
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _settings(**overrides: Any) -> Settings:
+    """Settings from the environment, with the command line's values on top."""
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def _add_database(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--database-url", help="overrides DATABASE_URL (default: ./green_agent.db)")
+
+
+def _add_assessment_options(parser: argparse.ArgumentParser, *, demo: bool) -> None:
+    if not demo:
+        parser.add_argument("--agent-url", required=True, help="base URL of the white agent (A2A)")
+        parser.add_argument("--task-ids", help="comma-separated task ids (default: the whole split)")
+        parser.add_argument("--split", choices=["base", "train", "test"], default="base")
+        parser.add_argument("--dialect", choices=["auto", "text", "structured"], default="auto")
+        parser.add_argument("--user-model", help="a configured user model name (default: the operator's)")
+        parser.add_argument("--max-steps", type=int, default=200)
+        parser.add_argument("--max-errors", type=int, default=10)
+        parser.add_argument("--seed", type=int, default=300)
+        parser.add_argument("--turn-timeout", type=float, help="seconds to wait for one white-agent reply")
+    parser.add_argument("--num-tasks", type=int, help="only the first N tasks")
+    parser.add_argument("--trials", type=int, default=1, help="trials per task (pass^k up to k=trials)")
+    parser.add_argument("--concurrency", type=int, default=32 if demo else 8, help="trials running at once")
+    parser.add_argument(
+        "--output", type=Path, help="where to write the report JSON (default: reports/<id>.json)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="green-agent", description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the REST + A2A service")
+    serve.add_argument(
+        "--host", help="interface to listen on (default 127.0.0.1; the container uses 0.0.0.0)"
+    )
+    serve.add_argument("--port", type=int, help="port (default 9009)")
+    serve.add_argument("--card-url", help="public URL the agent card advertises (default http://host:port/)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _add_database(serve)
+
+    run = commands.add_parser("run", help="run one assessment in-process against a white agent")
+    _add_assessment_options(run, demo=False)
+    _add_database(run)
+
+    demo = commands.add_parser("demo", help="assess the built-in oracle agent (no configuration needed)")
+    _add_assessment_options(demo, demo=True)
+    demo.add_argument("--database-url", help="default: a SQLite file in a temporary directory")
+
+    commands.add_parser("replay", help="gold replay tooling (retail_domain.replay)", add_help=False)
+
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    upgrade = db_commands.add_parser("upgrade", help="apply every migration")
+    _add_database(upgrade)
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from api.app import create_app
+
+    settings = _settings(
+        host=args.host, port=args.port, card_url=args.card_url, database_url=args.database_url
+    )
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    config = uvicorn.Config(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop",
+        http="httptools",
+        log_level=args.log_level,
+        # Long keep-alive: white agents and runners reuse connections for the whole assessment.
+        timeout_keep_alive=75,
+        timeout_graceful_shutdown=5,
+    )
+    uvicorn.Server(config).run()
+    return EXIT_OK
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from api.db.engine import create_engine
+    from api.db.migrate import upgrade
+
+    settings = _settings(database_url=args.database_url)
+
+    async def go() -> None:
+        engine = create_engine(settings.database_url)
+        try:
+            await upgrade(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(go())
+    print(f"database at {settings.database_url} is up to date")
+    return EXIT_OK
+
+
+def _replay(argv: Sequence[str]) -> int:
+    from retail_domain import replay
+
+    return int(replay.main(list(argv)) or 0)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from api.cli_run import run_assessment
+    from green_agent.config import AssessmentConfig, TaskSelection
+
+    settings = _settings(database_url=args.database_url)
+    task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()] if args.task_ids else None
+    try:
+        config = AssessmentConfig(
+            agent_url=args.agent_url,
+            tasks=TaskSelection(split=args.split, task_ids=task_ids, num_tasks=args.num_tasks),
+            trials=args.trials,
+            max_steps=args.max_steps,
+            max_errors=args.max_errors,
+            concurrency=args.concurrency,
+            dialect=args.dialect,
+            user_model=args.user_model,
+            seed=args.seed,
+            turn_timeout_s=args.turn_timeout,
+        )
+    except ValidationError as exc:
+        print(f"invalid options: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return asyncio.run(run_assessment(settings, config, output=args.output, quiet=args.quiet))
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from api.cli_run import run_demo
+
+    with tempfile.TemporaryDirectory(prefix="green-agent-demo-") as tmp:
+        database_url = args.database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'demo.db'}"
+        # The demo ignores the operator's LLM settings: it must work on a fresh machine with nothing set.
+        settings = Settings(
+            database_url=database_url, default_user_model="scripted", user_models={}, judge_model=None
+        )
+        return asyncio.run(
+            run_demo(
+                settings,
+                trials=args.trials,
+                num_tasks=args.num_tasks,
+                concurrency=args.concurrency,
+                output=args.output,
+                quiet=args.quiet,
+            )
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "replay":
+        return _replay(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "run":
+            return _run(args)
+        if args.command == "demo":
+            return _demo(args)
+        if args.command == "db":
+            return _db_upgrade(args)
+    except ValidationError as exc:
+        print(f"invalid settings: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

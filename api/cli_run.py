@@ -1,0 +1,146 @@
+"""The in-process assessment behind `green-agent run` and `green-agent demo`: a rich progress bar while it
+runs, then the report written as JSON and printed as a table. It goes through the same service as the server,
+so the assessment is stored in the database like any other."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from api.db.repository import COMPLETED, AssessmentRecord
+from api.events import Lagged, StatusChanged, TrialDone
+from api.runtime import Runtime, open_runtime
+from api.schemas import AssessmentPublic
+from api.settings import Settings
+from green_agent.config import AssessmentConfig, ConfigError, TaskSelection
+from green_agent.models import AssessmentReport
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def report_table(record: AssessmentRecord, report: AssessmentReport) -> Table:
+    table = Table(title=f"Assessment {record.id} ({record.status})", show_header=True)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    avg = f"{report.avg_reward:.4f}" if report.avg_reward is not None else "n/a"
+    table.add_row("agent", record.agent_url)
+    table.add_row("tasks x trials", f"{report.num_tasks} x {report.num_trials}")
+    table.add_row("trials scored / total", f"{report.trials_scored} / {report.trials_total}")
+    table.add_row("average reward", avg)
+    for k, value in sorted(report.pass_hat_k.items()):
+        table.add_row(f"pass^{k}", f"{value:.4f}")
+    for name, rate in report.signal_rates.items():
+        table.add_row(f"rate {name}", "n/a" if rate is None else f"{rate:.4f}")
+    for reason, count in sorted(report.termination_counts.items()):
+        table.add_row(f"ended by {reason}", str(count))
+    for reason, count in sorted(report.excluded.items()):
+        if count:
+            table.add_row(f"excluded ({reason})", str(count))
+    table.add_row("time used", f"{report.time_used_s:.1f} s")
+    return table
+
+
+async def _follow(
+    runtime: Runtime, record: AssessmentRecord, console: Console, quiet: bool
+) -> AssessmentRecord:
+    service = runtime.service
+    async with service.subscribe(record.id) as subscription:
+        service.start(record)
+        with Progress(
+            TextColumn("[bold]assessing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("trials, mean reward {task.fields[mean]}"),
+            TimeElapsedColumn(),
+            console=console,
+            disable=quiet,
+            transient=False,
+        ) as progress:
+            bar = progress.add_task("trials", total=record.trials_total, mean="-")
+            rewards: list[float] = []
+            async for event in subscription:
+                if isinstance(event, TrialDone):
+                    if event.reward is not None:
+                        rewards.append(event.reward)
+                    mean = f"{sum(rewards) / len(rewards):.3f}" if rewards else "-"
+                    progress.update(bar, completed=event.trials_done, mean=mean)
+                elif isinstance(event, Lagged) or (
+                    isinstance(event, StatusChanged) and event.status not in ("queued", "running")
+                ):
+                    break
+    return await service.wait(record.id)
+
+
+def _write_report(record: AssessmentRecord, output: Path | None) -> Path:
+    path = output or Path("reports") / f"{record.id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(AssessmentPublic.from_record(record).model_dump(mode="json"), indent=2) + "\n")
+    return path
+
+
+async def _assess(
+    runtime: Runtime, config: AssessmentConfig, *, output: Path | None, quiet: bool, console: Console
+) -> int:
+    try:
+        record, _ = await runtime.service.create(config, source="cli", start=False)
+    except ConfigError as exc:
+        console.print(f"[red]cannot run:[/red] {exc}")
+        return EXIT_USAGE
+    for warning in record.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+    final = await _follow(runtime, record, console, quiet)
+    path = _write_report(final, output)
+    if final.report is not None:
+        console.print(report_table(final, final.report))
+    if final.status != COMPLETED:
+        console.print(f"[red]assessment {final.status}:[/red] {final.error}")
+    console.print(f"report written to {path}")
+    return EXIT_OK if final.status == COMPLETED else EXIT_FAILED
+
+
+async def run_assessment(
+    settings: Settings, config: AssessmentConfig, *, output: Path | None, quiet: bool
+) -> int:
+    console = Console()
+    async with open_runtime(settings) as runtime:
+        return await _assess(runtime, config, output=output, quiet=quiet, console=console)
+
+
+async def run_demo(
+    settings: Settings,
+    *,
+    trials: int,
+    num_tasks: int | None,
+    concurrency: int,
+    output: Path | None,
+    quiet: bool,
+) -> int:
+    from green_agent.reference_agents import serve_reference_agent
+
+    console = Console()
+    started = time.monotonic()
+    async with (
+        open_runtime(settings) as runtime,
+        serve_reference_agent("oracle", data=runtime.data, host="127.0.0.1", port=0) as agent_url,
+    ):
+        console.print(
+            f"demo: built-in oracle white agent at {agent_url}, scripted user, "
+            f"database {settings.database_url}"
+        )
+        config = AssessmentConfig(
+            agent_url=agent_url,
+            tasks=TaskSelection(split="base", num_tasks=num_tasks),
+            trials=trials,
+            concurrency=concurrency,
+            user_model="scripted",
+        )
+        code = await _assess(runtime, config, output=output, quiet=quiet, console=console)
+    console.print(f"demo finished in {time.monotonic() - started:.1f} s")
+    return code

@@ -1,0 +1,98 @@
+"""/assessments: create (idempotent), list, read, cancel."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, HTTPException, Query, Response, status
+
+from api.db.repository import IdempotencyConflict
+from api.deps import RepositoryDep, ServiceDep
+from api.schemas import AssessmentPublic, AssessmentsPage
+from api.service import AssessmentNotFound
+from green_agent.config import AssessmentConfig, ConfigError
+
+router = APIRouter(prefix="/assessments", tags=["assessments"])
+
+StatusFilter = Literal["queued", "running", "completed", "failed", "cancelled"]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="Makes a retried POST return the assessment the first one created.",
+    ),
+]
+
+
+def unprocessable(location: list[str], message: str) -> HTTPException:
+    """A 422 shaped like FastAPI's own validation errors, so clients parse one format."""
+    return HTTPException(
+        status.HTTP_422_UNPROCESSABLE_CONTENT,
+        detail=[{"loc": location, "msg": message, "type": "value_error"}],
+    )
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=AssessmentPublic,
+    summary="Start an assessment",
+    responses={422: {"description": "The request cannot run; each message says what to change."}},
+)
+async def create_assessment(
+    config: AssessmentConfig, service: ServiceDep, response: Response, idempotency_key: IdempotencyKey = None
+) -> AssessmentPublic:
+    try:
+        record, created = await service.create(config, source="rest", idempotency_key=idempotency_key)
+    except ConfigError as exc:
+        raise unprocessable(["body"], str(exc)) from None
+    except IdempotencyConflict as exc:
+        raise unprocessable(["header", "Idempotency-Key"], str(exc)) from None
+    response.headers["Location"] = f"/assessments/{record.id}"
+    if not created:
+        response.headers["Idempotent-Replayed"] = "true"
+    return AssessmentPublic.from_record(record)
+
+
+@router.get("", response_model=AssessmentsPage, summary="List assessments, newest first")
+async def list_assessments(
+    repository: RepositoryDep,
+    status_: Annotated[StatusFilter | None, Query(alias="status")] = None,
+    agent_url: Annotated[str | None, Query(description="Only assessments of this white agent.")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> AssessmentsPage:
+    records, total = await repository.page(status=status_, agent_url=agent_url, limit=limit, offset=offset)
+    return AssessmentsPage(
+        data=[AssessmentPublic.from_record(r) for r in records], count=total, limit=limit, offset=offset
+    )
+
+
+@router.get("/{assessment_id}", response_model=AssessmentPublic, summary="One assessment")
+async def get_assessment(assessment_id: str, service: ServiceDep) -> AssessmentPublic:
+    try:
+        return AssessmentPublic.from_record(await service.get(assessment_id))
+    except AssessmentNotFound as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+
+
+@router.post(
+    "/{assessment_id}/cancel",
+    response_model=AssessmentPublic,
+    summary="Cancel a queued or running assessment",
+    responses={409: {"description": "The assessment had already finished."}},
+)
+async def cancel_assessment(assessment_id: str, service: ServiceDep) -> AssessmentPublic:
+    try:
+        before = await service.get(assessment_id)
+        if before.finished:
+            raise HTTPException(
+                status.HTTP_409_CONFLICT,
+                f"assessment {assessment_id} is already {before.status}; only queued or running "
+                "assessments can be cancelled",
+            )
+        return AssessmentPublic.from_record(await service.cancel(assessment_id))
+    except AssessmentNotFound as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None

@@ -1,0 +1,51 @@
+"""/assessments/{id}/trials: the stored trials, and one trial in full (transcript, signals, verdicts)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, status
+
+from api.deps import RepositoryDep
+from api.schemas import TrialsPage, TrialSummaryPublic
+from green_agent.models import TrialResult
+
+router = APIRouter(prefix="/assessments/{assessment_id}/trials", tags=["trials"])
+
+
+async def _require_assessment(repository: RepositoryDep, assessment_id: str) -> None:
+    if await repository.get(assessment_id) is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no assessment with id {assessment_id}")
+
+
+@router.get("", response_model=TrialsPage, summary="Finished trials, in the order they finished")
+async def list_trials(
+    assessment_id: str,
+    repository: RepositoryDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> TrialsPage:
+    await _require_assessment(repository, assessment_id)
+    summaries, total = await repository.list_trials(assessment_id, limit=limit, offset=offset)
+    return TrialsPage(
+        data=[TrialSummaryPublic.from_summary(assessment_id, s) for s in summaries],
+        count=total,
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.get(
+    "/{task_id}/{trial}",
+    response_model=TrialResult,
+    summary="One trial: transcript, signals, NL verdicts with reasons, protocol warnings, judge input",
+)
+async def get_trial(assessment_id: str, task_id: str, trial: int, repository: RepositoryDep) -> TrialResult:
+    await _require_assessment(repository, assessment_id)
+    result = await repository.get_trial(assessment_id, task_id, trial)
+    if result is None:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"assessment {assessment_id} has no finished trial {trial} of task {task_id}",
+        )
+    return result

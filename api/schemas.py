@@ -1,0 +1,120 @@
+"""REST request and response models (the request body is the engine's `AssessmentConfig` itself)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from api.db.repository import AssessmentRecord, TrialSummary
+from green_agent.models import AssessmentReport
+
+
+class Progress(BaseModel):
+    trials_done: int
+    trials_total: int
+
+
+class AssessmentLinks(BaseModel):
+    self: str
+    trials: str
+    events: str
+    cancel: str
+
+
+class AssessmentPublic(BaseModel):
+    """One assessment: status, progress, and the report once it is done."""
+
+    id: str
+    status: str = Field(description="queued, running, completed, failed or cancelled")
+    agent_url: str
+    source: str = Field(description="rest, a2a or cli")
+    config: dict[str, Any]
+    progress: Progress
+    warnings: list[str]
+    report: AssessmentReport | None = Field(
+        description="The report once completed (cancelled: over the trials that finished)."
+    )
+    error: str | None
+    a2a_task_id: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    links: AssessmentLinks
+
+    @classmethod
+    def from_record(cls, record: AssessmentRecord) -> AssessmentPublic:
+        base = f"/assessments/{record.id}"
+        return cls(
+            id=record.id,
+            status=record.status,
+            agent_url=record.agent_url,
+            source=record.source,
+            config=record.config,
+            progress=Progress(trials_done=record.trials_done, trials_total=record.trials_total),
+            warnings=record.warnings,
+            report=record.report,
+            error=record.error,
+            a2a_task_id=record.a2a_task_id,
+            created_at=record.created_at,
+            started_at=record.started_at,
+            finished_at=record.finished_at,
+            links=AssessmentLinks(
+                self=base, trials=f"{base}/trials", events=f"{base}/events", cancel=f"{base}/cancel"
+            ),
+        )
+
+
+class AssessmentsPage(BaseModel):
+    data: list[AssessmentPublic]
+    count: int = Field(description="Assessments matching the filters, over all pages.")
+    limit: int
+    offset: int
+
+
+class TrialSummaryPublic(BaseModel):
+    task_id: str
+    trial: int
+    termination_reason: str
+    reward: float | None = Field(description="None when the trial is excluded from the metrics.")
+    is_successful: bool | None
+    nl_status: str
+    steps: int
+    error: str | None
+    finished_at: datetime
+    link: str
+
+    @classmethod
+    def from_summary(cls, assessment_id: str, summary: TrialSummary) -> TrialSummaryPublic:
+        return cls(
+            task_id=summary.task_id,
+            trial=summary.trial,
+            termination_reason=summary.termination_reason,
+            reward=summary.reward,
+            is_successful=summary.is_successful,
+            nl_status=summary.nl_status,
+            steps=summary.steps,
+            error=summary.error,
+            finished_at=summary.finished_at,
+            link=f"/assessments/{assessment_id}/trials/{summary.task_id}/{summary.trial}",
+        )
+
+
+class TrialsPage(BaseModel):
+    data: list[TrialSummaryPublic]
+    count: int
+    limit: int
+    offset: int
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str = Field(description="ready or not_ready")
+    database: str
+    data: str
+    tasks: int | None = None
+    detail: str | None = None

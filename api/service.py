@@ -1,0 +1,273 @@
+"""AssessmentService: the one place where assessments are created, run, cancelled and resumed.
+
+REST routes, the A2A executor and the CLI all go through it, so the two network doors lead to the same
+assessments. Each running assessment is an asyncio task that drives `Engine.run`; every finished trial is
+committed inside the engine's awaited `on_event` callback before the engine moves on, which is what makes
+resume exact: after a crash, the stored trials are handed back to the engine as `completed` and only the
+others run.
+
+Cancellation has two meanings that must not be confused: `cancel()` (a user asked) marks the assessment
+cancelled; `aclose()` (the process is shutting down) stops the tasks but leaves them unfinished, so the next
+start resumes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
+
+from api.db.repository import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    RUNNING,
+    AssessmentRecord,
+    AssessmentRepository,
+    NewAssessment,
+)
+from api.events import ProgressHub, StatusChanged, Subscription, TrialDone
+from green_agent.config import AssessmentConfig, ConfigError
+from green_agent.metrics import compute_report
+from green_agent.models import AssessmentReport, ProgressEvent, TrialFinished, TrialResult
+
+logger = logging.getLogger(__name__)
+
+OnEvent = Callable[[ProgressEvent], Awaitable[None]]
+
+
+class AssessmentEngine(Protocol):
+    """What the service needs from `green_agent.engine.Engine`."""
+
+    def validate(self, config: AssessmentConfig) -> list[str]: ...
+
+    async def run(
+        self,
+        config: AssessmentConfig,
+        *,
+        on_event: OnEvent | None = None,
+        completed: Sequence[TrialResult] = (),
+    ) -> AssessmentReport: ...
+
+
+class AssessmentNotFound(LookupError):
+    def __init__(self, assessment_id: str) -> None:
+        super().__init__(f"no assessment with id {assessment_id}")
+
+
+class AssessmentService:
+    def __init__(
+        self,
+        repository: AssessmentRepository,
+        engine: AssessmentEngine,
+        task_counter: Callable[[AssessmentConfig], int],
+        hub: ProgressHub | None = None,
+    ) -> None:
+        self.repository = repository
+        self.hub = hub or ProgressHub()
+        self._engine = engine
+        self._count_trials = task_counter
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._cancel_requested: set[str] = set()
+        self._closing = False
+        # Called with the final record whenever an assessment reaches a terminal status (A2A bookkeeping).
+        self.finish_listeners: list[Callable[[AssessmentRecord], Awaitable[None]]] = []
+
+    # -- creating and starting ----------------------------------------------------------------------------
+
+    async def create(
+        self,
+        config: AssessmentConfig,
+        *,
+        source: str,
+        idempotency_key: str | None = None,
+        a2a_task_id: str | None = None,
+        a2a_context_id: str | None = None,
+        start: bool = True,
+    ) -> tuple[AssessmentRecord, bool]:
+        """Validate and store a new assessment (or return the one this idempotency key made); start it.
+
+        Raises ConfigError when the engine refuses the config, IdempotencyConflict when the key was used for
+        another request."""
+        warnings = self._engine.validate(config)
+        record, created = await self.repository.create(
+            NewAssessment(
+                config=config.model_dump(mode="json"),
+                agent_url=config.agent_url,
+                trials_total=self._count_trials(config),
+                source=source,
+                warnings=warnings,
+                idempotency_key=idempotency_key,
+                a2a_task_id=a2a_task_id,
+                a2a_context_id=a2a_context_id,
+            )
+        )
+        if created and start:
+            self.start(record)
+        return record, created
+
+    def start(self, record: AssessmentRecord, completed: Sequence[TrialResult] = ()) -> None:
+        """Run a stored, unfinished assessment in the background (no-op if it already runs here)."""
+        if record.id in self._running or record.finished:
+            return
+        config = AssessmentConfig.model_validate(record.config)
+        task = asyncio.create_task(self._run(record, config, list(completed)), name=f"assessment-{record.id}")
+        self._running[record.id] = task
+        task.add_done_callback(lambda _: self._running.pop(record.id, None))
+
+    async def resume_unfinished(self) -> list[str]:
+        """Start every assessment a previous process left queued or running; return their ids."""
+        resumed = []
+        for record in await self.repository.list_unfinished():
+            if record.id in self._running:
+                continue
+            try:
+                config = AssessmentConfig.model_validate(record.config)
+                self._engine.validate(config)
+            except (ValueError, ConfigError) as exc:
+                # The operator's settings changed since (e.g. a user model was removed): say so, do not loop.
+                await self._finish(record.id, FAILED, error=f"cannot resume with the current settings: {exc}")
+                continue
+            completed = await self.repository.trial_results(record.id)
+            logger.info("resuming assessment %s (%d trials already stored)", record.id, len(completed))
+            self.start(record, completed)
+            resumed.append(record.id)
+        return resumed
+
+    # -- running -----------------------------------------------------------------------------------------
+
+    async def _run(
+        self, record: AssessmentRecord, config: AssessmentConfig, completed: list[TrialResult]
+    ) -> None:
+        assessment_id = record.id
+        await self.repository.mark_running(assessment_id)
+        self._publish_status(assessment_id, RUNNING, len(completed), record.trials_total)
+        started = time.monotonic()
+        try:
+            report = await self._engine.run(
+                config, on_event=self._event_handler(assessment_id, record.trials_total), completed=completed
+            )
+        except asyncio.CancelledError:
+            if assessment_id in self._cancel_requested:
+                await asyncio.shield(
+                    self._finish_cancelled(assessment_id, config, time.monotonic() - started)
+                )
+            raise
+        except Exception as exc:
+            logger.exception("assessment %s failed", assessment_id)
+            await self._finish(assessment_id, FAILED, error=f"{type(exc).__name__}: {exc}")
+        else:
+            await self._finish(assessment_id, COMPLETED, report=report)
+
+    def _event_handler(self, assessment_id: str, trials_total: int) -> OnEvent:
+        async def on_event(event: ProgressEvent) -> None:
+            if isinstance(event, TrialFinished):
+                result = event.result
+                await self.repository.save_trial(assessment_id, result)
+                current = await self.repository.get(assessment_id)
+                done = current.trials_done if current is not None else 0
+                self.hub.publish(
+                    assessment_id,
+                    TrialDone(
+                        task_id=result.task_id,
+                        trial=result.trial,
+                        termination_reason=str(result.termination_reason),
+                        reward=result.reward,
+                        is_successful=result.is_successful,
+                        trials_done=done,
+                        trials_total=trials_total,
+                    ),
+                )
+            else:
+                self.hub.publish(assessment_id, event)
+
+        return on_event
+
+    async def _finish_cancelled(self, assessment_id: str, config: AssessmentConfig, elapsed: float) -> None:
+        # A cancelled assessment keeps a report over the trials that did finish, so the work is not lost.
+        trials = await self.repository.trial_results(assessment_id)
+        report = compute_report(config, trials, elapsed) if trials else None
+        await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")
+
+    async def _finish(
+        self,
+        assessment_id: str,
+        status: str,
+        *,
+        report: AssessmentReport | None = None,
+        error: str | None = None,
+    ) -> None:
+        record = await self.repository.finish(assessment_id, status, report=report, error=error)
+        if record is None:
+            return
+        for listener in self.finish_listeners:
+            try:
+                await listener(record)
+            except Exception:
+                logger.exception("finish listener failed for assessment %s", assessment_id)
+        self._publish_status(
+            assessment_id, record.status, record.trials_done, record.trials_total, record.error
+        )
+
+    def _publish_status(
+        self, assessment_id: str, status: str, done: int, total: int, error: str | None = None
+    ) -> None:
+        self.hub.publish(
+            assessment_id,
+            StatusChanged(
+                assessment_id=assessment_id, status=status, trials_done=done, trials_total=total, error=error
+            ),
+        )
+
+    # -- reading, waiting, cancelling ---------------------------------------------------------------------
+
+    async def get(self, assessment_id: str) -> AssessmentRecord:
+        record = await self.repository.get(assessment_id)
+        if record is None:
+            raise AssessmentNotFound(assessment_id)
+        return record
+
+    def is_running(self, assessment_id: str) -> bool:
+        return assessment_id in self._running
+
+    async def wait(self, assessment_id: str) -> AssessmentRecord:
+        """Wait until the assessment's background run ends here, then return its stored state."""
+        task = self._running.get(assessment_id)
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(task)
+        return await self.get(assessment_id)
+
+    async def cancel(self, assessment_id: str) -> AssessmentRecord:
+        """Stop an unfinished assessment and mark it cancelled; a finished one is returned unchanged."""
+        record = await self.get(assessment_id)
+        if record.finished:
+            return record
+        task = self._running.get(assessment_id)
+        self._cancel_requested.add(assessment_id)
+        try:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            else:
+                await self._finish(assessment_id, CANCELLED, error="cancelled on request")
+        finally:
+            self._cancel_requested.discard(assessment_id)
+        return await self.get(assessment_id)
+
+    def subscribe(self, assessment_id: str) -> contextlib.AbstractAsyncContextManager[Subscription]:
+        return self.hub.subscribe(assessment_id)
+
+    async def aclose(self) -> None:
+        """Stop every running assessment without marking it: the next start resumes them."""
+        self._closing = True
+        tasks = list(self._running.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
