@@ -13,7 +13,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from a2a.server.tasks import DatabaseTaskStore
-from green_agent.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.db.engine import create_engine
@@ -21,20 +20,10 @@ from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
 from api.service import AssessmentService
 from api.settings import Settings
-from green_agent.config import AssessmentConfig
+from green_agent.engine import Engine
 from retail_domain import RetailData, load_retail_data
 
 logger = logging.getLogger(__name__)
-
-
-def count_trials(data: RetailData, config: AssessmentConfig) -> int:
-    """How many trials `config` asks for (tasks selected x trials per task)."""
-    selection = config.tasks
-    if selection.task_ids is not None:
-        tasks = len(selection.task_ids)
-    else:
-        tasks = len(data.splits[selection.split][: selection.num_tasks])
-    return tasks * config.trials
 
 
 @dataclass
@@ -64,7 +53,7 @@ async def open_runtime(
         data = await asyncio.to_thread(load_retail_data, settings.data_dir)
         repository = AssessmentRepository(database)
         async with Engine(settings.engine_settings(), data) as engine:
-            service = AssessmentService(repository, engine, lambda config: count_trials(data, config))
+            service = AssessmentService(repository, engine)
             runtime = Runtime(settings, database, repository, data, engine, service, task_store)
             try:
                 yield runtime

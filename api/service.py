@@ -42,7 +42,9 @@ OnEvent = Callable[[ProgressEvent], Awaitable[None]]
 class AssessmentEngine(Protocol):
     """What the service needs from `green_agent.engine.Engine`."""
 
-    def validate(self, config: AssessmentConfig) -> list[str]: ...
+    def validate(self, config: AssessmentConfig) -> list[str]:
+        """The selected task ids; raises ConfigError saying what to change."""
+        ...
 
     async def run(
         self,
@@ -63,13 +65,11 @@ class AssessmentService:
         self,
         repository: AssessmentRepository,
         engine: AssessmentEngine,
-        task_counter: Callable[[AssessmentConfig], int],
         hub: ProgressHub | None = None,
     ) -> None:
         self.repository = repository
         self.hub = hub or ProgressHub()
         self._engine = engine
-        self._count_trials = task_counter
         self._running: dict[str, asyncio.Task[None]] = {}
         self._cancel_requested: set[str] = set()
         self._closing = False
@@ -86,20 +86,22 @@ class AssessmentService:
         idempotency_key: str | None = None,
         a2a_task_id: str | None = None,
         a2a_context_id: str | None = None,
+        notes: Sequence[str] = (),
         start: bool = True,
     ) -> tuple[AssessmentRecord, bool]:
         """Validate and store a new assessment (or return the one this idempotency key made); start it.
 
         Raises ConfigError when the engine refuses the config, IdempotencyConflict when the key was used for
-        another request."""
-        warnings = self._engine.validate(config)
+        another request. `notes` are kept with the assessment (e.g. what an A2A request asked for that was
+        mapped or ignored)."""
+        task_ids = self._engine.validate(config)
         record, created = await self.repository.create(
             NewAssessment(
                 config=config.model_dump(mode="json"),
                 agent_url=config.agent_url,
-                trials_total=self._count_trials(config),
+                trials_total=len(task_ids) * config.trials,
                 source=source,
-                warnings=warnings,
+                warnings=list(notes),
                 idempotency_key=idempotency_key,
                 a2a_task_id=a2a_task_id,
                 a2a_context_id=a2a_context_id,

@@ -79,6 +79,7 @@ class AssessmentExecutor(AgentExecutor):
                 idempotency_key=f"a2a:{task.id}",
                 a2a_task_id=task.id,
                 a2a_context_id=task.context_id,
+                notes=notes,
                 start=False,
             )
         except (RequestError, ConfigError) as exc:
@@ -87,17 +88,15 @@ class AssessmentExecutor(AgentExecutor):
 
         self._attached.add(task.id)
         try:
-            await self._follow(runtime, record, notes, updater)
+            await self._follow(runtime, record, updater)
         finally:
             self._attached.discard(task.id)
 
-    async def _follow(
-        self, runtime: Runtime, record: AssessmentRecord, notes: list[str], updater: TaskUpdater
-    ) -> None:
+    async def _follow(self, runtime: Runtime, record: AssessmentRecord, updater: TaskUpdater) -> None:
         service = runtime.service
         intro = f"Assessment {record.id} started: {record.trials_total} trials."
-        if notes or record.warnings:
-            intro += " " + " ".join([*notes, *record.warnings])
+        if record.warnings:
+            intro += " " + " ".join(record.warnings)
         async with service.subscribe(record.id) as subscription:
             service.start(record)
             await updater.start_work(message=updater.new_agent_message([Part(text=intro)]))

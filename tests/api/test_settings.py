@@ -1,0 +1,60 @@
+"""Operator settings: environment names, shorthands, and refusal of nonsense."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from api.settings import Settings
+
+
+def test_defaults_run_with_zero_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "TAU2_RETAIL_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings(_env_file=None)
+    assert settings.database_url == "sqlite+aiosqlite:///./green_agent.db"
+    engine = settings.engine_settings()
+    assert engine.default_user_model == "scripted" and engine.judge is None and engine.user_models == {}
+
+
+def test_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u@db:5432/x")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://llm.local/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("GREEN_AGENT_USER_MODELS", '{"small": "gpt-4.1-mini", "big": {"model": "gpt-4.1"}}')
+    monkeypatch.setenv("GREEN_AGENT_DEFAULT_USER_MODEL", "small")
+    monkeypatch.setenv("GREEN_AGENT_JUDGE_MODEL", '{"model": "judge-1", "extra_args": {"temperature": 0}}')
+    settings = Settings(_env_file=None)
+    assert settings.database_url == "postgresql+asyncpg://u@db:5432/x"
+    engine = settings.engine_settings()
+    assert engine.user_models["small"].model == "gpt-4.1-mini"
+    assert engine.user_models["big"].base_url == "http://llm.local/v1"
+    assert engine.user_models["big"].api_key == "sk-test"
+    assert engine.judge is not None and engine.judge.extra_args == {"temperature": 0}
+    assert settings.user_model_names() == ["scripted", "small", "big"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"database_url": "mysql://x"}, "is not supported"),
+        ({"default_user_model": "nope"}, "is not configured"),
+        ({"user_models": {"scripted": "x"}}, "invalid name"),
+        ({"max_concurrent_trials": 4, "max_concurrent_per_agent": 8}, "cannot exceed"),
+        ({"card_url": "ftp://x"}, "card_url must be"),
+        ({"max_concurrent_trials": 0}, "greater than or equal to 1"),
+    ],
+)
+def test_nonsense_is_refused(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Settings(_env_file=None, **overrides)
+
+
+def test_card_url() -> None:
+    assert Settings(_env_file=None, host="0.0.0.0", port=9009).public_card_url() == "http://127.0.0.1:9009/"
+    assert (
+        Settings(_env_file=None, card_url="https://green.example/x").public_card_url()
+        == "https://green.example/x/"
+    )
