@@ -135,6 +135,20 @@ class RetailEnvironment:
         """How many orders and users this trial has copied (a measure of its memory cost)."""
         return self._db.changed_count()
 
+    def changed_keys(self) -> set[tuple[str, str]]:
+        """(table, id) of every order and user this trial has copied (possibly without changing it)."""
+        return set(self._db.changed())
+
+    def entity(self, table: str, key: str) -> Any:
+        """The current state of one order, user or product (read-only: do not mutate)."""
+        if table == "orders":
+            return self._db.order(key)
+        if table == "users":
+            return self._db.user(key)
+        if table == "products":
+            return self._db.product(key)
+        raise KeyError(table)
+
     def dump(self) -> dict[str, Any]:
         """The whole DB as upstream's model_dump() (a deep copy; slow, for debugging)."""
         return self._db.dump()
