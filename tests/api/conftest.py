@@ -1,0 +1,36 @@
+"""Fixtures of the API tests: real reference white agents on loopback, shared by the whole session."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from green_agent.reference_agents import serve_reference_agent
+from retail_domain import RetailData, load_retail_data
+
+
+@pytest.fixture(scope="session")
+def retail_data() -> RetailData:
+    return load_retail_data()
+
+
+@pytest.fixture(scope="session")
+async def oracle_url(retail_data: RetailData) -> AsyncIterator[str]:
+    """The oracle white agent: replays each task's gold actions (reward 1 with the scripted user)."""
+    async with serve_reference_agent("oracle", data=retail_data) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+async def slow_oracle_url(retail_data: RetailData) -> AsyncIterator[str]:
+    """The oracle, answering each message after 50 ms: assessments last long enough to interrupt."""
+    async with serve_reference_agent("oracle", data=retail_data, delay_s=0.05) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+async def idle_url(retail_data: RetailData) -> AsyncIterator[str]:
+    """A white agent that never answers in time: its assessments run until cancelled."""
+    async with serve_reference_agent("idle", data=retail_data) as url:
+        yield url
