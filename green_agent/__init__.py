@@ -1,4 +1,36 @@
-"""Assessment engine for the tau2 retail domain (work in progress; the public API grows here)."""
+"""Assessment engine: runs tau2 retail trials against a remote A2A white agent and scores them.
+
+Drive it from Python in a few lines (here against the built-in oracle agent, with the scripted customer):
+
+    import asyncio
+
+    from green_agent import AssessmentConfig, Engine, EngineSettings
+    from green_agent.reference_agents import serve_reference_agent
+    from retail_domain import load_retail_data
+
+
+    async def main() -> None:
+        data = load_retail_data()
+        async with (
+            serve_reference_agent("oracle", data=data) as agent_url,
+            Engine(EngineSettings(), data) as engine,
+        ):
+            report = await engine.run(AssessmentConfig(agent_url=agent_url, trials=2, concurrency=16))
+        print(report.pass_hat_k, report.avg_reward, report.termination_counts)
+
+
+    asyncio.run(main())
+
+For a real run, point `agent_url` at your agent and configure an LLM user and judge in `EngineSettings`
+(`user_models={"gpt-4.1": LLMEndpoint(model="gpt-4.1-2025-04-14")}`, `default_user_model="gpt-4.1"`,
+`judge=LLMEndpoint(model="gpt-4.1-2025-04-14")`). Pass `on_event=` to receive `ProgressEvent`s.
+"""
+
+import os
+
+# a2a-sdk turns OpenTelemetry tracing on by default when it is installed, at import time, for about a quarter
+# of the A2A throughput; keep it opt-in (set the variable to "true" before importing to trace).
+os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
 from green_agent.config import (
     AssessmentConfig,
@@ -7,6 +39,8 @@ from green_agent.config import (
     LLMEndpoint,
     TaskSelection,
 )
+from green_agent.engine import Engine
+from green_agent.metrics import compute_report
 from green_agent.models import (
     AssessmentReport,
     NLVerdict,
@@ -25,6 +59,7 @@ __all__ = [
     "AssessmentConfig",
     "AssessmentReport",
     "ConfigError",
+    "Engine",
     "EngineSettings",
     "LLMEndpoint",
     "NLVerdict",
@@ -38,4 +73,5 @@ __all__ = [
     "TrialResult",
     "TrialStarted",
     "TurnTaken",
+    "compute_report",
 ]

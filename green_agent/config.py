@@ -61,10 +61,21 @@ class EngineSettings(BaseModel):
     turn_timeout_s: float = Field(default=300.0, gt=0, description="Default wait for one white-agent reply.")
     llm_timeout_s: float = Field(default=120.0, gt=0, description="Timeout of one user/judge LLM call.")
     llm_max_retries: int = Field(default=3, ge=0, description="Retries of a failed user/judge LLM call.")
+    llm_retry_backoff_s: float = Field(
+        default=1.0, ge=0, description="First wait before an LLM retry; doubled after each failure."
+    )
     user_guidelines_file: Path | None = Field(
         default=None, description="Replaces the built-in user guidelines."
     )
     judge_rubric_file: Path | None = Field(default=None, description="Replaces the built-in judge rubric.")
+    scripted_user_delay_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="Per-turn delay of the scripted user (simulates LLM latency in benchmarks).",
+    )
+    conversations_per_client: int = Field(
+        default=16, ge=1, le=256, description="White-agent conversations sharing one HTTP client."
+    )
     normalize_ids: bool = Field(
         default=False, description="Tolerant id lookup in the tools (off = upstream parity)."
     )

@@ -83,6 +83,7 @@ class TrialResult(BaseModel):
     signals: list[Signal] = Field(default_factory=list)
     nl_status: Literal["not_required", "judged", "not_judged"] = "not_required"
     nl_verdicts: list[NLVerdict] = Field(default_factory=list)
+    nl_assertion_pass_rate: float | None = Field(default=None, description="Passed / judged assertions.")
     judge_input: str | None = None
     db_expected_hash: str | None = None
     db_actual_hash: str | None = None

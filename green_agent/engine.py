@@ -1,0 +1,200 @@
+"""The engine: runs assessments (many trials, many assessments at once) within concurrency bounds.
+
+Bounds, taken in this order by every trial so that no two trials can wait on each other crosswise:
+the assessment's own `concurrency`, then the white agent's (`max_concurrent_per_agent`, shared by all
+assessments of the same agent URL), then the process-wide `max_concurrent_trials`.
+
+`run()` is cancellable: cancelling it cancels its in-flight trials (their conversations close) and the
+cancellation propagates. Trials passed as `completed` are not run again (resume).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings, LLMEndpoint
+from green_agent.judge import Judge
+from green_agent.llm import ChatLLM, RetryPolicy
+from green_agent.metrics import compute_report
+from green_agent.models import AssessmentReport, TrialResult, TrialStarted
+from green_agent.orchestrator import TrialDeps, TrialSpec, run_trial
+from green_agent.prompts import load_prompt
+from green_agent.seeds import trial_seeds
+from green_agent.user_simulator import LLMUserSimulator, ScriptedUserSimulator, UserSimulator
+from green_agent.white_agent.client import ClientLimits, Conversation, WhiteAgentPool
+from green_agent.white_agent.dialect import Dialect, declares_structured
+from green_agent.white_agent.structured_dialect import StructuredDialect
+from green_agent.white_agent.text_dialect import TextDialect
+from retail_domain import TOOL_SCHEMAS, RetailData
+
+log = logging.getLogger(__name__)
+
+EventHandler = Callable[[Any], Awaitable[None]]
+
+
+class Engine:
+    """Long-lived: `async with Engine(settings, data) as engine: await engine.run(config)`."""
+
+    def __init__(self, settings: EngineSettings, data: RetailData) -> None:
+        self.settings = settings
+        self.data = data
+        self._tools = [dict(schema) for schema in TOOL_SCHEMAS]
+        self._pool = WhiteAgentPool(ClientLimits(conversations_per_client=settings.conversations_per_client))
+        self._llms: dict[tuple[str, str | None, str | None], ChatLLM] = {}
+        self._global = asyncio.Semaphore(settings.max_concurrent_trials)
+        self._per_agent: dict[str, asyncio.Semaphore] = {}
+        self._guidelines = ""
+        self._judge: Judge | None = None
+
+    async def __aenter__(self) -> Engine:
+        s = self.settings
+        self._guidelines = await asyncio.to_thread(load_prompt, "user_guidelines.md", s.user_guidelines_file)
+        if s.judge is not None:
+            rubric = await asyncio.to_thread(load_prompt, "judge_rubric.md", s.judge_rubric_file)
+            self._judge = Judge(llm=self._llm(s.judge), rubric=rubric)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+        for llm in self._llms.values():
+            with contextlib.suppress(Exception):
+                await llm.aclose()
+        self._llms.clear()
+
+    def _llm(self, endpoint: LLMEndpoint) -> ChatLLM:
+        """One client per endpoint and key; models on the same endpoint still get their own settings."""
+        key = (endpoint.model, endpoint.base_url, endpoint.api_key)
+        if key not in self._llms:
+            retry = RetryPolicy(
+                max_retries=self.settings.llm_max_retries, backoff_s=self.settings.llm_retry_backoff_s
+            )
+            self._llms[key] = ChatLLM(endpoint, timeout_s=self.settings.llm_timeout_s, retry=retry)
+        return self._llms[key]
+
+    # -- configuration -------------------------------------------------------------------------------------
+
+    def validate(self, config: AssessmentConfig) -> list[str]:
+        """The selected task ids, in tasks.json order; raises `ConfigError` saying what to change."""
+        self._user_model_name(config)
+        selection = config.tasks
+        if selection.task_ids is not None:
+            unknown = [t for t in selection.task_ids if t not in self.data.tasks]
+            if unknown:
+                known = list(self.data.tasks)
+                raise ConfigError(
+                    f"unknown task ids {unknown}; use ids from tasks.json ({known[0]!r} to {known[-1]!r})"
+                )
+            wanted = set(selection.task_ids)
+            return [t for t in self.data.tasks if t in wanted]
+        split = self.data.splits.get(selection.split)
+        if split is None:
+            raise ConfigError(f"unknown split {selection.split!r}; use one of {sorted(self.data.splits)}")
+        if selection.num_tasks is not None and selection.num_tasks > len(split):
+            raise ConfigError(
+                f"num_tasks={selection.num_tasks} but split {selection.split!r} has {len(split)} tasks; "
+                f"lower num_tasks to at most {len(split)}"
+            )
+        return list(split[: selection.num_tasks] if selection.num_tasks else split)
+
+    def _user_model_name(self, config: AssessmentConfig) -> str:
+        name = config.user_model or self.settings.default_user_model
+        if name != SCRIPTED_USER and name not in self.settings.user_models:
+            choices = ", ".join([SCRIPTED_USER, *self.settings.user_models])
+            raise ConfigError(f"unknown user_model {name!r}; use one the operator configured: {choices}")
+        return name
+
+    def _user_simulator(self, config: AssessmentConfig) -> UserSimulator:
+        name = self._user_model_name(config)
+        if name == SCRIPTED_USER:
+            return ScriptedUserSimulator(delay_s=self.settings.scripted_user_delay_s)
+        endpoint = self.settings.user_models[name]
+        return LLMUserSimulator(name=name, llm=self._llm(endpoint), guidelines=self._guidelines)
+
+    # -- running -------------------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        config: AssessmentConfig,
+        *,
+        on_event: EventHandler | None = None,
+        completed: Sequence[TrialResult] = (),
+    ) -> AssessmentReport:
+        """Run every trial not already in `completed`; return the report over all of them."""
+        task_ids = self.validate(config)
+        clock = time.monotonic()
+        seeds = trial_seeds(config.seed, config.trials)
+        planned = {(t, k) for k in range(config.trials) for t in task_ids}
+        done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in planned}
+        emit = on_event or _ignore
+        deps = self._deps(config, emit)
+        assessment_bound = asyncio.Semaphore(config.concurrency)
+        agent_bound = self._per_agent.setdefault(
+            config.agent_url, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
+        )
+        results: list[TrialResult] = []
+
+        async def one(spec: TrialSpec) -> None:
+            async with assessment_bound, agent_bound, self._global:
+                await emit(TrialStarted(task_id=spec.task.id, trial=spec.trial))
+                results.append(await run_trial(spec, deps))
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for trial in range(config.trials):  # trial-major, tasks in tasks.json order, as upstream
+                    for task_id in task_ids:
+                        if (task_id, trial) in done:
+                            continue
+                        spec = TrialSpec(
+                            task=self.data.tasks[task_id],
+                            trial=trial,
+                            seed=seeds[trial],
+                            max_steps=config.max_steps,
+                            max_errors=config.max_errors,
+                        )
+                        group.create_task(one(spec))
+        except BaseExceptionGroup as group_error:
+            # A failing event handler (e.g. the service's database) stops the assessment: surface it plainly.
+            raise group_error.exceptions[0] from group_error
+
+        order = {key: i for i, key in enumerate((t, k) for k in range(config.trials) for t in task_ids)}
+        every = sorted([*done.values(), *results], key=lambda r: order[(r.task_id, r.trial)])
+        return compute_report(config, every, time.monotonic() - clock)
+
+    def _deps(self, config: AssessmentConfig, emit: EventHandler) -> TrialDeps:
+        turn_timeout = config.turn_timeout_s or self.settings.turn_timeout_s
+
+        def open_conversation() -> contextlib.AbstractAsyncContextManager[Conversation]:
+            return self._pool.conversation(config.agent_url, turn_timeout_s=turn_timeout)
+
+        def choose_dialect(conversation: Conversation) -> Dialect:
+            if config.dialect == "structured" or (
+                config.dialect == "auto" and declares_structured(conversation.card)
+            ):
+                return StructuredDialect()
+            return TextDialect()
+
+        return TrialDeps(
+            data=self.data,
+            tools=self._tools,
+            open_conversation=open_conversation,
+            choose_dialect=choose_dialect,
+            user=self._user_simulator(config),
+            judge=self._judge,
+            normalize_ids=self.settings.normalize_ids,
+            emit=emit,
+        )
+
+
+async def _ignore(event: Any) -> None:
+    return None

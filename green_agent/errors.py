@@ -1,0 +1,45 @@
+"""Exceptions of the engine, and which trial outcome each one becomes.
+
+Foreign exceptions (httpx, a2a-sdk, openai) are translated where they enter: in `white_agent/client.py` and
+`llm.py`. Nothing else in the engine catches library exceptions.
+
+    EngineError
+    ├── AgentError                  the white agent failed: the trial ends as `agent_error`, reward 0
+    │   ├── AgentTimeoutError       no reply within the turn timeout
+    │   ├── AgentUnreachableError   the message could not be delivered (connection refused, card not found)
+    │   └── AgentProtocolError      HTTP or A2A error, failed/rejected task, empty or malformed answer
+    └── InfrastructureError         our own dependency failed: `infrastructure_error`, excluded from metrics
+        └── LLMError                the user-simulator or judge LLM kept failing after its retries
+
+`ConfigError` (in `config.py`, a `ValueError`) is separate: it is raised before an assessment starts.
+"""
+
+from __future__ import annotations
+
+
+class EngineError(Exception):
+    """Base of every exception the engine raises on purpose."""
+
+
+class AgentError(EngineError):
+    """The white agent under test failed; this is the agent's fault and scores 0."""
+
+
+class AgentTimeoutError(AgentError):
+    """The white agent did not answer within the turn timeout."""
+
+
+class AgentUnreachableError(AgentError):
+    """The message never reached the white agent (so it was safe to retry, and retries ran out)."""
+
+
+class AgentProtocolError(AgentError):
+    """The white agent answered, but with an error or with nothing usable."""
+
+
+class InfrastructureError(EngineError):
+    """A dependency of the green agent failed; the trial is excluded from the metrics."""
+
+
+class LLMError(InfrastructureError):
+    """An LLM call (user simulator or judge) failed after its retries."""

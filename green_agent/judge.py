@@ -1,0 +1,116 @@
+"""The NL-assertion judge: one LLM call per trial grading all of the task's assertions.
+
+Stricter than upstream on purpose (semantics doc, section 10): the reply is normalized to exactly one verdict
+per assertion, in order. A missing verdict, a verdict for an index that does not exist, a non-boolean verdict
+or an unreadable reply never passes: the assertion fails and the reason says why. Transport failures are
+retried by `ChatLLM` and then raise `LLMError` (the trial becomes an infrastructure error).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from green_agent.llm import ChatLLM
+from green_agent.models import NLVerdict, TranscriptMessage
+from green_agent.white_agent.reply_parsing import json_candidates
+
+NO_VERDICT = "the judge gave no verdict for this assertion"
+
+
+@dataclass(frozen=True)
+class JudgeOutcome:
+    verdicts: list[NLVerdict]
+    judge_input: str
+    """The exact messages sent to the judge, as JSON, stored with the verdicts for audit."""
+    raw_reply: str
+
+
+def render_transcript(transcript: Sequence[TranscriptMessage]) -> str:
+    """Upstream's judge transcript: `{role}: {content}` per message, tool results included, tool calls not."""
+    return "\n".join(f"{m.role}: {m.content}" for m in transcript)
+
+
+def judge_messages(
+    rubric: str, assertions: Sequence[str], transcript: Sequence[TranscriptMessage]
+) -> list[Any]:
+    outcomes = "\n".join(f"{i}. {a}" for i, a in enumerate(assertions))
+    user = f"Conversation:\n{render_transcript(transcript)}\n\nExpected outcomes:\n{outcomes}"
+    return [{"role": "system", "content": rubric}, {"role": "user", "content": user}]
+
+
+@dataclass
+class Judge:
+    llm: ChatLLM
+    rubric: str
+
+    async def judge(self, assertions: Sequence[str], transcript: Sequence[TranscriptMessage]) -> JudgeOutcome:
+        messages = judge_messages(self.rubric, assertions, transcript)
+        reply = await self.llm.complete(messages, seed=None, temperature=0.0)
+        raw = reply.content or ""
+        return JudgeOutcome(
+            verdicts=normalize_verdicts(assertions, raw),
+            judge_input=json.dumps(messages, ensure_ascii=False),
+            raw_reply=raw,
+        )
+
+
+def normalize_verdicts(assertions: Sequence[str], raw_reply: str) -> list[NLVerdict]:
+    """Exactly one verdict per assertion, in order; anything unclear is a failed assertion with its reason."""
+    entries = _entries(raw_reply)
+    if entries is None:
+        reason = "the judge's reply could not be read as JSON with a 'results' list"
+        return [
+            NLVerdict(index=i, assertion=a, passed=False, reason=reason) for i, a in enumerate(assertions)
+        ]
+
+    found: dict[int, NLVerdict] = {}
+    stray: list[str] = []
+    for position, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            stray.append(f"entry {position} is not an object")
+            continue
+        index = entry.get("index", position)
+        if isinstance(index, float) and index.is_integer():
+            index = int(index)
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(assertions):
+            stray.append(f"entry {position} names outcome {index!r}, which does not exist")
+            continue
+        if index in found:
+            stray.append(f"entry {position} repeats outcome {index}; the first verdict was kept")
+            continue
+        found[index] = _verdict(index, assertions[index], entry)
+
+    verdicts = []
+    for index, assertion in enumerate(assertions):
+        verdict = found.get(index)
+        if verdict is None:
+            reason = NO_VERDICT + (f" ({'; '.join(stray)})" if stray else "")
+            verdict = NLVerdict(index=index, assertion=assertion, passed=False, reason=reason)
+        verdicts.append(verdict)
+    return verdicts
+
+
+def _verdict(index: int, assertion: str, entry: dict[str, Any]) -> NLVerdict:
+    value = entry.get("metExpectation", entry.get("passed"))
+    reasoning = entry.get("reasoning", entry.get("reason", ""))
+    reasoning = reasoning if isinstance(reasoning, str) else json.dumps(reasoning)
+    if not isinstance(value, bool):
+        reason = f"the judge's verdict was not a boolean ({value!r}), so it counts as failed"
+        if reasoning:
+            reason += f"; judge's reasoning: {reasoning}"
+        return NLVerdict(index=index, assertion=assertion, passed=False, reason=reason)
+    return NLVerdict(
+        index=index, assertion=assertion, passed=value, reason=reasoning or "(no reasoning given)"
+    )
+
+
+def _entries(raw_reply: str) -> list[Any] | None:
+    for candidate in json_candidates(raw_reply):
+        if isinstance(candidate, dict) and isinstance(candidate.get("results"), list):
+            return list(candidate["results"])
+        if isinstance(candidate, list):
+            return candidate
+    return None

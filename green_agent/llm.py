@@ -1,0 +1,145 @@
+"""One retrying chat-completions wrapper over `openai.AsyncOpenAI`, shared by the user simulator, the judge
+and the `llm` reference agent.
+
+Why our own retry loop instead of the client's: the client does not retry a reply that is empty, and we want
+one place that decides what is transient (connection, timeout, 408/409/429/5xx, empty reply) and what is a
+configuration mistake (401, 404, 400) that no retry will fix. Both end in `LLMError` once retries are spent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from green_agent.config import LLMEndpoint
+from green_agent.errors import LLMError
+
+log = logging.getLogger(__name__)
+
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+
+
+@dataclass(frozen=True)
+class LLMToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LLMReply:
+    content: str | None
+    tool_calls: tuple[LLMToolCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 3
+    backoff_s: float = 1.0
+    """First wait; doubled after each failed attempt."""
+    max_backoff_s: float = 30.0
+
+    def delay(self, attempt: int) -> float:
+        return float(min(self.max_backoff_s, self.backoff_s * (2**attempt)))
+
+
+@dataclass
+class ChatLLM:
+    """Chat completions against one endpoint, with retries; create once, share, `aclose()` at the end."""
+
+    endpoint: LLMEndpoint
+    timeout_s: float = 120.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    _client: AsyncOpenAI = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Local OpenAI-compatible servers need no key, but the client insists on one.
+        api_key = self.endpoint.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        self._client = AsyncOpenAI(
+            api_key=api_key, base_url=self.endpoint.base_url, timeout=self.timeout_s, max_retries=0
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        seed: int | None = None,
+        temperature: float | None = 0.0,
+        tools: list[dict[str, Any]] | None = None,
+        require_text: bool = True,
+    ) -> LLMReply:
+        """One completion; transient failures and empty replies are retried, then raise `LLMError`."""
+        kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": messages}
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if seed is not None:
+            kwargs["seed"] = seed
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = "auto"
+        kwargs.update(self.endpoint.extra_args)
+        # extra_args may remove a parameter (e.g. temperature for reasoning models) by setting it to None
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+
+        last_problem = ""
+        for attempt in range(self.retry.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(self.retry.delay(attempt - 1))
+            try:
+                completion = await self._client.chat.completions.create(**kwargs)
+            except openai.APIStatusError as exc:
+                last_problem = f"HTTP {exc.status_code}: {_short(exc.message)}"
+                if exc.status_code < 500 and exc.status_code not in _TRANSIENT_STATUS:
+                    break  # a configuration mistake (bad model, key, request): retrying will not help
+                continue
+            except (openai.APIConnectionError, openai.APIResponseValidationError) as exc:
+                last_problem = f"{type(exc).__name__}: {_short(str(exc))}"
+                continue
+            except openai.OpenAIError as exc:
+                last_problem = f"{type(exc).__name__}: {_short(str(exc))}"
+                continue
+            reply = _to_reply(completion)
+            if reply is None or (require_text and not (reply.content or "").strip() and not reply.tool_calls):
+                last_problem = "the model returned an empty reply"
+                continue
+            return reply
+        raise LLMError(
+            f"LLM {self.endpoint.model!r} at {self.endpoint.base_url or 'the OpenAI default URL'} failed: "
+            f"{last_problem}"
+        )
+
+
+def _to_reply(completion: Any) -> LLMReply | None:
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        return None
+    message = choices[0].message
+    calls = []
+    for call in message.tool_calls or ():
+        function = getattr(call, "function", None)
+        if function is None:
+            continue
+        try:
+            arguments = json.loads(function.arguments or "{}")
+        except json.JSONDecodeError:
+            arguments = {"__unparsed__": function.arguments}
+        calls.append(
+            LLMToolCall(
+                id=call.id, name=function.name, arguments=arguments if isinstance(arguments, dict) else {}
+            )
+        )
+    return LLMReply(content=message.content, tool_calls=tuple(calls))
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"

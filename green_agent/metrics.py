@@ -1,0 +1,69 @@
+"""Assessment metrics from trial results, as tau2 computes them (pure; the service rebuilds reports with it).
+
+* Excluded: trials without a reward (infrastructure errors; assertions not judged), counted separately.
+* avg reward over the remaining trials; success = reward within 1e-6 of 1.
+* pass^k = mean over tasks of C(c, k) / C(n, k), n = a task's remaining trials, c = its successes, for
+  k = 1 .. the smallest n over tasks that kept at least one trial.
+* Signal rates over scored trials that evaluated the signal; the NL rate is over assertions, not trials.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from math import comb
+
+from green_agent.config import AssessmentConfig
+from green_agent.models import SIGNAL_NAMES, SIGNAL_NL, AssessmentReport, TrialResult
+
+INFRASTRUCTURE_ERROR = "infrastructure_error"
+
+
+def is_success(reward: float | None) -> bool:
+    return reward is not None and abs(reward - 1.0) <= 1e-6
+
+
+def pass_hat_k(successes_by_task: dict[str, list[bool]]) -> dict[int, float]:
+    """tau2's pass^k over tasks that kept at least one trial."""
+    counts = [(len(s), sum(s)) for s in successes_by_task.values() if s]
+    if not counts:
+        return {}
+    max_k = min(n for n, _ in counts)
+    return {k: sum(comb(c, k) / comb(n, k) for n, c in counts) / len(counts) for k in range(1, max_k + 1)}
+
+
+def compute_report(
+    config: AssessmentConfig, trials: Sequence[TrialResult], time_used_s: float = 0.0
+) -> AssessmentReport:
+    scored = [t for t in trials if t.reward is not None]
+    infra = sum(1 for t in trials if t.termination_reason == INFRASTRUCTURE_ERROR)
+    not_judged = sum(1 for t in trials if t.reward is None and t.termination_reason != INFRASTRUCTURE_ERROR)
+
+    successes: dict[str, list[bool]] = defaultdict(list)
+    rewards: dict[str, list[float]] = defaultdict(list)
+    for t in scored:
+        assert t.reward is not None
+        successes[t.task_id].append(is_success(t.reward))
+        rewards[t.task_id].append(t.reward)
+
+    signal_rates: dict[str, float | None] = {}
+    for name in SIGNAL_NAMES:
+        values = [s.passed for t in scored for s in t.signals if s.name == name and s.passed is not None]
+        signal_rates[name] = sum(values) / len(values) if values else None
+    verdicts = [v.passed for t in scored for v in t.nl_verdicts]
+    signal_rates[SIGNAL_NL] = sum(verdicts) / len(verdicts) if verdicts else None
+
+    return AssessmentReport(
+        num_tasks=len({t.task_id for t in trials}),
+        num_trials=config.trials,
+        trials_total=len(trials),
+        trials_scored=len(scored),
+        excluded={INFRASTRUCTURE_ERROR: infra, "not_judged": not_judged},
+        avg_reward=sum(t.reward for t in scored if t.reward is not None) / len(scored) if scored else None,
+        pass_hat_k=pass_hat_k(dict(successes)),
+        signal_rates=signal_rates,
+        nl_assertions_total=len(verdicts),
+        termination_counts=dict(Counter(t.termination_reason for t in trials)),
+        task_rewards={task: sum(r) / len(r) for task, r in rewards.items()},
+        time_used_s=time_used_s,
+    )

@@ -1,0 +1,180 @@
+"""One trial, under upstream tau2's half-duplex rules (semantics doc, section 4).
+
+The fixed greeting opens; the simulated user speaks next; each step moves one message; every tool call of a
+reply runs in order against the trial's own environment (one step for the batch); after each step, unless
+tool results are still owed to the agent, `max_steps` and then cumulative `max_errors` are checked, and they
+override a stop given in the same step. Scoring follows in `scoring.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from green_agent.errors import AgentError, AgentProtocolError, InfrastructureError
+from green_agent.judge import Judge
+from green_agent.models import (
+    ToolCallRecord,
+    TranscriptMessage,
+    TrialFinished,
+    TrialResult,
+    TurnTaken,
+    utcnow,
+)
+from green_agent.scoring import score
+from green_agent.user_simulator import GREETING, UserSimulator, is_user_stop
+from green_agent.white_agent.client import Conversation
+from green_agent.white_agent.dialect import Dialect, ToolOutcome
+from retail_domain import RetailData, RetailEnvironment, Task, TerminationReason
+
+log = logging.getLogger(__name__)
+
+AGENT_STOP_TOKEN = "###STOP###"
+"""A white agent ends the conversation itself by including this in a text message (no tool calls)."""
+
+EventSink = Callable[[Any], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    task: Task
+    trial: int
+    seed: int
+    max_steps: int
+    max_errors: int
+
+
+@dataclass
+class TrialDeps:
+    """What a trial needs from the engine; built once per assessment."""
+
+    data: RetailData
+    tools: list[dict[str, Any]]
+    open_conversation: Callable[[], AbstractAsyncContextManager[Conversation]]
+    choose_dialect: Callable[[Conversation], Dialect]
+    user: UserSimulator
+    judge: Judge | None
+    normalize_ids: bool
+    emit: EventSink
+
+
+@dataclass
+class TrialState:
+    transcript: list[TranscriptMessage] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    steps: int = 0
+    num_errors: int = 0
+    error: str | None = None
+    db_hash: str | None = None
+
+
+async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
+    """Run, score and report one trial. Never raises, except for cancellation: failures become outcomes."""
+    started = utcnow()
+    state = TrialState()
+    try:
+        reason = await _converse(spec, deps, state)
+    except AgentError as exc:
+        reason, state.error = TerminationReason.AGENT_ERROR, f"{type(exc).__name__}: {exc}"
+    except InfrastructureError as exc:
+        reason, state.error = TerminationReason.INFRASTRUCTURE_ERROR, f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # a bug of ours must not take other trials down; it is reported, not scored
+        log.exception("trial %s/%s crashed", spec.task.id, spec.trial)
+        reason = TerminationReason.INFRASTRUCTURE_ERROR
+        state.error = f"internal error: {type(exc).__name__}: {exc}"
+    result = await score(spec, deps.data, deps.judge, state, reason, started)
+    await deps.emit(TrialFinished(result=result))
+    return result
+
+
+async def _converse(spec: TrialSpec, deps: TrialDeps, state: TrialState) -> TerminationReason:
+    env = deps.data.new_environment(normalize_ids=deps.normalize_ids)
+    try:
+        # The conversation (and the agent card) comes first: a dead agent costs no user-LLM call.
+        async with deps.open_conversation() as conversation:
+            loop = _Loop(spec, state, deps, conversation, env)
+            return await loop.run()
+    finally:
+        state.db_hash = env.db_hash()
+
+
+class _Loop:
+    """The message routing of one trial; each method is one kind of step."""
+
+    def __init__(
+        self,
+        spec: TrialSpec,
+        state: TrialState,
+        deps: TrialDeps,
+        conversation: Conversation,
+        env: RetailEnvironment,
+    ) -> None:
+        self.spec, self.state, self.deps, self.conversation, self.env = spec, state, deps, conversation, env
+        self.dialect = deps.choose_dialect(conversation)
+        self.user = deps.user.session(spec.task, spec.seed)
+
+    async def record(self, role: Any, content: str | None, **extra: Any) -> None:
+        message = TranscriptMessage(index=len(self.state.transcript), role=role, content=content, **extra)
+        self.state.transcript.append(message)
+        await self.deps.emit(TurnTaken(task_id=self.spec.task.id, trial=self.spec.trial, message=message))
+
+    def after_step(self, pending: TerminationReason | None) -> TerminationReason | None:
+        """Count the step; the limits override a stop given in the same step, as upstream."""
+        self.state.steps += 1
+        if self.state.steps >= self.spec.max_steps:
+            return TerminationReason.MAX_STEPS
+        if self.state.num_errors >= self.spec.max_errors:
+            return TerminationReason.TOO_MANY_ERRORS
+        return pending
+
+    async def user_says(self, agent_text: str) -> tuple[str, TerminationReason | None]:
+        text = await self.user.reply(agent_text)
+        await self.record("user", text)
+        return text, self.after_step(TerminationReason.USER_STOP if is_user_stop(text) else None)
+
+    async def run(self) -> TerminationReason:
+        await self.record("assistant", GREETING)  # fixed, not a step
+        user_text, done = await self.user_says(GREETING)
+        if done:
+            return done
+        parts = self.dialect.opening(policy=self.deps.data.policy, tools=self.deps.tools, user_text=user_text)
+        while True:
+            reply = self.dialect.parse(await self.conversation.send(parts))
+            position = len(self.state.transcript)
+            self.state.warnings.extend(f"message {position}: {w}" for w in reply.warnings)
+            text = reply.text or ""
+            if not reply.calls and not text.strip():
+                raise AgentProtocolError(
+                    "the agent's reply held neither a tool call nor text for the customer"
+                )
+            calls = [
+                ToolCallRecord(id=c.id or f"call_{position}_{i}", name=c.name, arguments=c.arguments)
+                for i, c in enumerate(reply.calls)
+            ]
+            await self.record("assistant", reply.text, tool_calls=calls or None)
+            if calls:
+                # Text sent along with tool calls stays in the transcript but never reaches the customer.
+                self.state.steps += 1  # agent -> environment; no limit check while results are owed
+                outcomes = await self.execute(calls)
+                if done := self.after_step(None):
+                    return done
+                parts = self.dialect.tool_results(outcomes)
+                continue
+            if done := self.after_step(TerminationReason.AGENT_STOP if AGENT_STOP_TOKEN in text else None):
+                return done
+            user_text, done = await self.user_says(text)
+            if done:
+                return done
+            parts = self.dialect.user_turn(user_text)
+
+    async def execute(self, calls: list[ToolCallRecord]) -> list[ToolOutcome]:
+        outcomes = []
+        for call in calls:
+            result = self.env.call(call.name, call.arguments)
+            self.state.num_errors += int(result.error)
+            outcomes.append(ToolOutcome(call.id, call.name, result.content, result.error))
+            await self.record("tool", result.content, tool_call_id=call.id, error=result.error)
+        return outcomes

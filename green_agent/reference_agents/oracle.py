@@ -1,0 +1,72 @@
+"""The oracle white agent: replays the task's gold actions, one per turn, then says a short closing text.
+
+It learns the task from the scripted customer's opening line, which names it; so it is meant to be assessed
+with the scripted user (tests, the demo). Faced with any other customer it apologizes and calls nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+
+from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
+from retail_domain import GoldAction, RetailData
+
+_TASK_NAMED = re.compile(r"scripted customer for task ([^\s.]+)")
+_MAX_SESSIONS = 50_000
+DONE_TEXT = "All done: everything you asked for has been taken care of. Is there anything else?"
+UNKNOWN_TEXT = "Sorry, I can only serve the scripted customer, who tells me the task number."
+
+
+@dataclass
+class _Session:
+    actions: tuple[GoldAction, ...]
+    structured: bool
+    next_action: int = 0
+
+
+class OracleExecutor(AgentExecutor):
+    def __init__(self, data: RetailData, delay_s: float = 0.0) -> None:
+        self._data = data
+        self._delay_s = delay_s
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+
+    def _session(self, context_id: str, incoming: Incoming) -> _Session | None:
+        session = self._sessions.get(context_id)
+        if session is not None:
+            return session
+        match = _TASK_NAMED.search(incoming.text)
+        if match is None or match.group(1) not in self._data.tasks:
+            return None
+        session = _Session(
+            actions=self._data.tasks[match.group(1)].gold_actions, structured=incoming.structured
+        )
+        self._sessions[context_id] = session
+        while len(self._sessions) > _MAX_SESSIONS:  # bounded memory for long-running demos
+            self._sessions.popitem(last=False)
+        return session
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        if self._delay_s:
+            await asyncio.sleep(self._delay_s)
+        incoming = Incoming.of(context.message)
+        context_id = context.context_id or ""
+        session = self._session(context_id, incoming)
+        if session is None:
+            parts = text_parts(incoming.structured, UNKNOWN_TEXT)
+        elif session.next_action < len(session.actions):
+            action = session.actions[session.next_action]
+            session.next_action += 1
+            parts = call_parts(session.structured, action.name, copy.deepcopy(action.arguments))
+        else:
+            parts = text_parts(session.structured, DONE_TEXT)
+        await event_queue.enqueue_event(agent_message(parts, context.context_id))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        return None

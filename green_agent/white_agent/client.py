@@ -1,0 +1,257 @@
+"""A2A client side: a small pool of httpx clients, cached agent cards, one conversation per trial.
+
+Why a pool: one `httpx.AsyncClient` degrades badly beyond ~64 concurrent conversations (httpcore scans its
+whole pool on every request), so conversations are spread over clients of at most `conversations_per_client`.
+
+Delivery rule: a message is re-sent only when the connection was never established (so it cannot have been
+delivered). Everything else (timeout, HTTP or A2A error, a failed task, an empty answer) becomes an
+`AgentError` at once; library exceptions are translated here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.client.errors import A2AClientTimeoutError
+from a2a.helpers import get_data_parts, get_text_parts
+from a2a.types import AgentCard, GetTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState
+from a2a.utils.errors import A2AError
+
+from green_agent.errors import AgentError, AgentProtocolError, AgentTimeoutError, AgentUnreachableError
+
+_FAILED_STATES = {
+    TaskState.TASK_STATE_FAILED: "failed",
+    TaskState.TASK_STATE_CANCELED: "canceled",
+    TaskState.TASK_STATE_REJECTED: "rejected",
+    TaskState.TASK_STATE_AUTH_REQUIRED: "auth-required",
+}
+_PENDING_STATES = {TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING}
+
+
+@dataclass(frozen=True)
+class AgentReply:
+    """The usable content of one white-agent answer: its text and its DataPart payloads."""
+
+    text: str
+    data: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClientLimits:
+    conversations_per_client: int = 16
+    connect_timeout_s: float = 10.0
+    write_timeout_s: float = 60.0
+    read_timeout_s: float = 3_700.0
+    """Backstop only: the per-turn deadline is enforced with asyncio, per assessment."""
+    card_timeout_s: float = 30.0
+    connect_retries: int = 3
+    retry_backoff_s: float = 0.25
+    poll_interval_s: float = 0.25
+
+
+@dataclass
+class _Slot:
+    http: httpx.AsyncClient
+    factory: ClientFactory
+    active: int = 0
+
+
+@dataclass
+class WhiteAgentPool:
+    """Owns the httpx clients and agent cards; create one per engine and `aclose()` it."""
+
+    limits: ClientLimits = field(default_factory=ClientLimits)
+    _slots: list[_Slot] = field(default_factory=list, init=False)
+    _cards: dict[str, AgentCard] = field(default_factory=dict, init=False)
+    _card_locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
+
+    def _new_slot(self) -> _Slot:
+        limits = self.limits
+        timeout = httpx.Timeout(
+            connect=limits.connect_timeout_s,
+            read=limits.read_timeout_s,
+            write=limits.write_timeout_s,
+            pool=limits.read_timeout_s,
+        )
+        http = httpx.AsyncClient(
+            timeout=timeout,
+            limits=httpx.Limits(
+                max_connections=limits.conversations_per_client * 2,
+                max_keepalive_connections=limits.conversations_per_client,
+            ),
+        )
+        slot = _Slot(http=http, factory=ClientFactory(ClientConfig(httpx_client=http, streaming=False)))
+        self._slots.append(slot)
+        return slot
+
+    def _acquire_slot(self) -> _Slot:
+        free = [s for s in self._slots if s.active < self.limits.conversations_per_client]
+        slot = min(free, key=lambda s: s.active) if free else self._new_slot()
+        slot.active += 1
+        return slot
+
+    async def card(self, agent_url: str) -> AgentCard:
+        """The agent's card, fetched once and cached (failures are not cached)."""
+        cached = self._cards.get(agent_url)
+        if cached is not None:
+            return cached
+        lock = self._card_locks.setdefault(agent_url, asyncio.Lock())
+        async with lock:
+            if agent_url in self._cards:
+                return self._cards[agent_url]
+            http = (self._slots[0] if self._slots else self._new_slot()).http
+            card = await self._fetch_card(http, agent_url)
+            self._cards[agent_url] = card
+            return card
+
+    async def _fetch_card(self, http: httpx.AsyncClient, agent_url: str) -> AgentCard:
+        resolver = A2ACardResolver(http, agent_url)
+        last: Exception | None = None
+        for attempt in range(self.limits.connect_retries + 1):
+            if attempt:
+                await asyncio.sleep(self.limits.retry_backoff_s * 2 ** (attempt - 1))
+            try:
+                async with asyncio.timeout(self.limits.card_timeout_s):
+                    return await resolver.get_agent_card(http_kwargs={"timeout": self.limits.card_timeout_s})
+            except TimeoutError as exc:
+                raise AgentTimeoutError(f"agent card at {agent_url} not served within the timeout") from exc
+            except Exception as exc:
+                if not _never_delivered(exc):
+                    raise AgentProtocolError(f"could not read the agent card at {agent_url}: {exc}") from exc
+                last = exc
+        raise AgentUnreachableError(f"could not connect to {agent_url} to read its agent card: {last}")
+
+    @asynccontextmanager
+    async def conversation(self, agent_url: str, *, turn_timeout_s: float) -> AsyncIterator[Conversation]:
+        """A fresh A2A context (one per trial) on one of the pooled clients."""
+        card = await self.card(agent_url)
+        slot = self._acquire_slot()
+        try:
+            try:
+                client = slot.factory.create(card)
+            except ValueError as exc:
+                raise AgentProtocolError(f"the agent card offers no usable transport: {exc}") from exc
+            yield Conversation(client=client, card=card, turn_timeout_s=turn_timeout_s, limits=self.limits)
+        finally:
+            slot.active -= 1
+
+    async def aclose(self) -> None:
+        for slot in self._slots:
+            await slot.http.aclose()
+        self._slots.clear()
+
+
+@dataclass
+class Conversation:
+    """One trial's exchange with the white agent: one context id, continuing input-required tasks."""
+
+    client: Client
+    card: AgentCard
+    turn_timeout_s: float
+    limits: ClientLimits
+    context_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    _open_task_id: str | None = None
+    _seen_artifacts: set[str] = field(default_factory=set)
+
+    async def send(self, parts: list[Part]) -> AgentReply:
+        """Send one message and wait for the answer; raises `AgentError` on any failure."""
+        message = Message(
+            role=Role.ROLE_USER,
+            parts=parts,
+            message_id=str(uuid.uuid4()),
+            context_id=self.context_id,
+            task_id=self._open_task_id,
+        )
+        try:
+            async with asyncio.timeout(self.turn_timeout_s):
+                reply = await self._exchange(message)
+        except (TimeoutError, A2AClientTimeoutError, httpx.TimeoutException) as exc:
+            raise AgentTimeoutError(f"no reply within the turn timeout of {self.turn_timeout_s:g}s") from exc
+        except AgentError:
+            raise
+        except Exception as exc:  # translate whatever the SDK or httpx raised; the trial records the reason
+            raise AgentProtocolError(_describe(exc)) from exc
+        if not reply.text.strip() and not reply.data:
+            raise AgentProtocolError("the agent's answer was empty (no text and no data)")
+        return reply
+
+    async def _exchange(self, message: Message) -> AgentReply:
+        last: Exception | None = None
+        for attempt in range(self.limits.connect_retries + 1):
+            if attempt:
+                await asyncio.sleep(self.limits.retry_backoff_s * 2 ** (attempt - 1))
+            try:
+                return await self._send_once(message)
+            except (A2AError, httpx.HTTPError) as exc:
+                if not _never_delivered(exc):
+                    raise
+                last = exc
+        raise AgentUnreachableError(f"could not connect to the agent: {_describe(last)}")
+
+    async def _send_once(self, message: Message) -> AgentReply:
+        final: Any = None
+        async for event in self.client.send_message(SendMessageRequest(message=message)):
+            final = event
+        if final is None:
+            raise AgentProtocolError("the agent sent no response")
+        if final.HasField("message"):
+            self._open_task_id = None
+            return _reply_from_parts(list(final.message.parts))
+        if final.HasField("task"):
+            return await self._reply_from_task(final.task)
+        raise AgentProtocolError("the agent's response held neither a message nor a task")
+
+    async def _reply_from_task(self, task: Task) -> AgentReply:
+        while task.status.state in _PENDING_STATES:
+            await asyncio.sleep(self.limits.poll_interval_s)
+            task = await self.client.get_task(GetTaskRequest(id=task.id))
+        state = task.status.state
+        status_parts = list(task.status.message.parts) if task.status.HasField("message") else []
+        if state in _FAILED_STATES:
+            self._open_task_id = None
+            detail = " ".join(get_text_parts(status_parts)).strip()
+            raise AgentProtocolError(
+                f"the agent's task ended in state {_FAILED_STATES[state]}" + (f": {detail}" if detail else "")
+            )
+        self._open_task_id = task.id if state == TaskState.TASK_STATE_INPUT_REQUIRED else None
+        new_parts: list[Part] = []
+        for artifact in task.artifacts:
+            key = f"{task.id}/{artifact.artifact_id}"
+            if key not in self._seen_artifacts:
+                self._seen_artifacts.add(key)
+                new_parts.extend(artifact.parts)
+        reply = _reply_from_parts(new_parts)
+        if reply.text or reply.data:
+            return reply
+        return _reply_from_parts(status_parts)
+
+
+def _reply_from_parts(parts: list[Part]) -> AgentReply:
+    text = "\n".join(t for t in get_text_parts(parts) if t)
+    return AgentReply(text=text, data=tuple(get_data_parts(parts)))
+
+
+def _never_delivered(exc: BaseException | None) -> bool:
+    """True only when the request provably never reached the server (connection refused or not opened)."""
+    while exc is not None:
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return True
+        exc = exc.__cause__
+    return False
+
+
+def _describe(exc: BaseException | None) -> str:
+    if exc is None:
+        return "unknown error"
+    text = str(exc).strip() or type(exc).__name__
+    cause = exc.__cause__
+    if cause is not None and str(cause).strip() and str(cause) not in text:
+        text = f"{text} ({type(cause).__name__}: {cause})"
+    return text if len(text) <= 500 else text[:500] + "…"

@@ -1,0 +1,87 @@
+"""The structured dialect: framing, tool results and tool calls travel as DataParts; no prompt parsing.
+
+Green -> white:
+* first message: DataPart `{"dialect": URI, "type": "session_start", "policy", "tools"}`, then a TextPart
+  with the customer's first words;
+* customer's words: one TextPart;
+* tool results: DataPart `{"dialect": URI, "type": "tool_results", "results": [{"tool_call_id", "name",
+  "content", "error"}]}`.
+White -> green: DataPart `{"tool_calls": [{"id"?, "name", "arguments"}]}` to call tools (text alongside is
+kept in the transcript but not shown to the customer, as in tau2), or text alone to talk to the customer.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from a2a.helpers import new_data_part, new_text_part
+from a2a.types import Part
+
+from green_agent.white_agent.client import AgentReply
+from green_agent.white_agent.dialect import STRUCTURED_DIALECT_URI, ToolOutcome
+from green_agent.white_agent.reply_parsing import ParsedCall, ParsedReply
+
+
+class StructuredDialect:
+    name = "structured"
+
+    def opening(self, *, policy: str, tools: list[dict[str, Any]], user_text: str) -> list[Part]:
+        frame = {"dialect": STRUCTURED_DIALECT_URI, "type": "session_start", "policy": policy, "tools": tools}
+        return [new_data_part(frame), new_text_part(user_text)]
+
+    def user_turn(self, text: str) -> list[Part]:
+        return [new_text_part(text)]
+
+    def tool_results(self, outcomes: list[ToolOutcome]) -> list[Part]:
+        results = [
+            {"tool_call_id": o.call_id, "name": o.name, "content": o.content, "error": o.error}
+            for o in outcomes
+        ]
+        return [
+            new_data_part({"dialect": STRUCTURED_DIALECT_URI, "type": "tool_results", "results": results})
+        ]
+
+    def parse(self, reply: AgentReply) -> ParsedReply:
+        warnings: list[str] = []
+        calls: list[ParsedCall] = []
+        for payload in reply.data:
+            raw_calls = payload.get("tool_calls") if isinstance(payload, dict) else None
+            if not isinstance(raw_calls, list):
+                warnings.append("a DataPart without a 'tool_calls' list was ignored")
+                continue
+            for raw in raw_calls:
+                call = _call(raw)
+                if call is None:
+                    warnings.append(f"malformed tool call ignored: {json.dumps(raw)[:200]}")
+                else:
+                    calls.append(call)
+        text = reply.text if reply.text.strip() else None
+        if not calls and text is None:
+            warnings.append("reply held no tool call and no text; its data was sent to the user as text")
+            text = json.dumps(list(reply.data))
+        return ParsedReply(calls=tuple(calls), text=text, warnings=tuple(warnings))
+
+
+def _call(raw: Any) -> ParsedCall | None:
+    if not isinstance(raw, dict):
+        return None
+    name = raw.get("name")
+    arguments = raw.get("arguments", {})
+    if not isinstance(name, str) or not name or not isinstance(arguments, dict):
+        return None
+    call_id = raw.get("id")
+    return ParsedCall(
+        name=name, arguments=_whole_numbers(arguments), id=call_id if isinstance(call_id, str) else None
+    )
+
+
+def _whole_numbers(value: Any) -> Any:
+    """Undo protobuf's number widening: DataParts turn every JSON integer into a float."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    return value

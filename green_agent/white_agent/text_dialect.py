@@ -1,0 +1,110 @@
+"""The text dialect: everything in one text part, replies as JSON tool calls (AgentBeats tau2 compatible).
+
+The first message carries the policy verbatim, the tool schemas, the reply format and the customer's first
+words; later messages carry the customer's words, or one line per tool result:
+`Tool '<name>' result: <content>`. The wording of the framing is this project's own.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from a2a.helpers import new_text_part
+from a2a.types import Part
+
+from green_agent.white_agent.client import AgentReply
+from green_agent.white_agent.dialect import ToolOutcome
+from green_agent.white_agent.reply_parsing import RESPOND, ParsedReply, calls_from_json, parse_text_reply
+
+RESPOND_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": RESPOND,
+        "description": "Send a message to the customer. Use it whenever you are not calling a tool.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "content": {"type": "string", "description": "The text the customer will read."},
+            },
+            "required": ["content"],
+        },
+    },
+}
+
+_FRAME = """{policy}
+
+You act on the store's systems only through the tools listed below, in OpenAI function format. Make at most
+one tool call per turn.
+
+Tools:
+{tools}
+
+To write to the customer, call this tool:
+{respond}
+
+How to answer: every reply must be a single JSON object, with no other text around it, holding the tool's
+name and its arguments:
+{{"name": "<tool name>", "arguments": {{<argument name>: <value>, ...}}}}
+
+Examples:
+{{"name": "find_user_id_by_email", "arguments": {{"email": "jane.roe@example.com"}}}}
+{{"name": "respond", "arguments": {{"content": "Could you tell me the order number, please?"}}}}
+
+Tool results come back to you as lines of the form: Tool '<name>' result: <result>
+
+The customer's first message follows.
+{user_text}"""
+
+
+@functools.lru_cache(maxsize=8)
+def _frame_head(policy: str, tools_json: str) -> str:
+    """Everything before the customer's words; the same for every trial, so built once."""
+    return _FRAME.format(
+        policy=policy.rstrip("\n"),
+        tools=tools_json,
+        respond=json.dumps(RESPOND_SCHEMA, indent=2),
+        user_text="",
+    )
+
+
+_TOOLS_JSON: dict[int, tuple[list[dict[str, Any]], str]] = {}
+
+
+def _tools_json(tools: list[dict[str, Any]]) -> str:
+    # Indented JSON goes through the slow pure-Python encoder: render each tools list once (keyed by identity,
+    # the list object kept alive with its text so the id cannot be reused).
+    cached = _TOOLS_JSON.get(id(tools))
+    if cached is None or cached[0] is not tools:
+        cached = (tools, json.dumps(tools, indent=2))
+        _TOOLS_JSON[id(tools)] = cached
+    return cached[1]
+
+
+class TextDialect:
+    name = "text"
+
+    def opening(self, *, policy: str, tools: list[dict[str, Any]], user_text: str) -> list[Part]:
+        return [new_text_part(_frame_head(policy, _tools_json(tools)) + user_text)]
+
+    def user_turn(self, text: str) -> list[Part]:
+        return [new_text_part(text)]
+
+    def tool_results(self, outcomes: list[ToolOutcome]) -> list[Part]:
+        return [new_text_part("\n".join(f"Tool '{o.name}' result: {o.content}" for o in outcomes))]
+
+    def parse(self, reply: AgentReply) -> ParsedReply:
+        if reply.text.strip():
+            return parse_text_reply(reply.text)
+        # No text, only DataParts: accept a call there too, as agents of other greens sometimes do.
+        for payload in reply.data:
+            try:
+                calls = calls_from_json(payload)
+            except ValueError:
+                continue
+            return parse_text_reply(json.dumps([{"name": c.name, "arguments": c.arguments} for c in calls]))
+        return ParsedReply(
+            text=json.dumps(list(reply.data)),
+            warnings=("reply held only data the text dialect cannot read; it was sent to the user as text",),
+        )
