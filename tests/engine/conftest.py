@@ -1,0 +1,52 @@
+"""Fixtures of the engine tests: the verified retail data, engines, and a collector of progress events."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from green_agent import AssessmentConfig, AssessmentReport, Engine, EngineSettings, TrialResult
+from retail_domain import RetailData, load_retail_data
+
+GOLD_EQUALS_INITIAL = {"10", "12", "24", "25", "50", "57", "62", "65", "67", "68", "105"}
+"""Tasks whose gold DB equals the initial DB (conformance/task_table.md)."""
+
+
+@pytest.fixture(scope="session")
+def data() -> RetailData:
+    return load_retail_data()
+
+
+class Collector:
+    """An `on_event` handler that keeps every event, like the service's, but in memory."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    async def __call__(self, event: Any) -> None:
+        self.events.append(event)
+
+    @property
+    def results(self) -> list[TrialResult]:
+        return [e.result for e in self.events if e.kind == "trial_finished"]
+
+    def by_task(self) -> dict[str, TrialResult]:
+        return {r.task_id: r for r in self.results}
+
+
+@contextlib.asynccontextmanager
+async def engine_for(data: RetailData, **settings: Any) -> AsyncIterator[Engine]:
+    async with Engine(EngineSettings(**settings), data) as engine:
+        yield engine
+
+
+async def run(
+    data: RetailData, config: AssessmentConfig, **settings: Any
+) -> tuple[AssessmentReport, Collector]:
+    collector = Collector()
+    async with engine_for(data, **settings) as engine:
+        report = await engine.run(config, on_event=collector)
+    return report, collector

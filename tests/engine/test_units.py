@@ -1,0 +1,191 @@
+"""Pure pieces of the engine: seeds, reply parsing, judge normalization, metrics, configuration."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from pydantic import ValidationError
+
+from green_agent import AssessmentConfig, EngineSettings, LLMEndpoint, Signal, TaskSelection, TrialResult
+from green_agent.judge import NO_VERDICT, normalize_verdicts, render_transcript
+from green_agent.metrics import compute_report, pass_hat_k
+from green_agent.models import TranscriptMessage
+from green_agent.seeds import trial_seeds
+from green_agent.user_simulator import is_user_stop
+from green_agent.white_agent.reply_parsing import parse_text_reply
+
+
+def test_trial_seeds_match_upstream() -> None:
+    assert trial_seeds(300, 4) == [626729, 373753, 361454, 1567]
+    assert trial_seeds(300, 1) == [626729]
+
+
+def test_stop_tokens_match_anywhere() -> None:
+    assert is_user_stop("Thanks, bye! ###STOP###")
+    assert is_user_stop("###TRANSFER### please")
+    assert is_user_stop("I have nothing more. ###OUT-OF-SCOPE###")
+    assert not is_user_stop("STOP")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"name": "get_user_details", "arguments": {"user_id": "u1"}}',
+        '<json>{"name": "get_user_details", "arguments": {"user_id": "u1"}}</json>',
+        'Sure.\n```json\n{"name": "get_user_details", "kwargs": {"user_id": "u1"}}\n```',
+        'Let me check {"tool_call": {"name": "get_user_details", "arguments": {"user_id": "u1"}}} now',
+        '{"tool_calls": [{"function": {"name": "get_user_details", "arguments": "{\\"user_id\\": \\"u1\\"}"}}]}',
+        '[{"name": "get_user_details", "arguments": {"user_id": "u1"}}]',
+    ],
+)
+def test_reply_shapes_all_read_as_one_call(reply: str) -> None:
+    parsed = parse_text_reply(reply)
+    assert [(c.name, c.arguments) for c in parsed.calls] == [("get_user_details", {"user_id": "u1"})]
+    assert parsed.text is None
+    assert parsed.warnings == ()
+
+
+def test_reply_list_keeps_order_and_respond_text() -> None:
+    parsed = parse_text_reply(
+        '[{"name": "a", "arguments": {}}, {"name": "respond", "arguments": {"content": "hi"}},'
+        ' {"name": "b", "arguments": {"x": 1}}]'
+    )
+    assert [c.name for c in parsed.calls] == ["a", "b"]
+    assert parsed.text == "hi"
+
+
+def test_respond_is_text_for_the_user() -> None:
+    parsed = parse_text_reply('{"name": "respond", "arguments": {"content": "How can I help?"}}')
+    assert parsed.calls == () and parsed.text == "How can I help?" and parsed.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("reply", "warning"),
+    [
+        ("Hello there, what is your order id?", "not JSON"),
+        ('{"foo": 1}', "not a tool call"),
+        ('{"name": "x", "arguments": "not json"}', "not a tool call"),
+    ],
+)
+def test_unreadable_reply_goes_to_user_with_warning(reply: str, warning: str) -> None:
+    parsed = parse_text_reply(reply)
+    assert parsed.calls == ()
+    assert parsed.text == reply
+    assert len(parsed.warnings) == 1 and warning in parsed.warnings[0]
+
+
+ASSERTIONS = ["Agent says A.", "Agent says B.", "Agent says C."]
+
+
+def test_judge_reply_normalized_in_order() -> None:
+    reply = (
+        '```json\n{"results": [{"index": 2, "metExpectation": false, "reasoning": "no C"},'
+        ' {"index": 0, "metExpectation": true, "reasoning": "said A"},'
+        ' {"index": 1, "metExpectation": true, "reasoning": "said B"}]}\n```'
+    )
+    verdicts = normalize_verdicts(ASSERTIONS, reply)
+    assert [(v.index, v.assertion, v.passed, v.reason) for v in verdicts] == [
+        (0, "Agent says A.", True, "said A"),
+        (1, "Agent says B.", True, "said B"),
+        (2, "Agent says C.", False, "no C"),
+    ]
+
+
+def test_judge_reply_without_indexes_is_positional() -> None:
+    reply = '{"results": [{"metExpectation": true, "reasoning": "ok"}, {"metExpectation": true}]}'
+    verdicts = normalize_verdicts(ASSERTIONS, reply)
+    assert [v.passed for v in verdicts] == [True, True, False]
+    assert verdicts[2].reason == NO_VERDICT
+
+
+def test_judge_malformed_entries_fail_with_reasons() -> None:
+    reply = (
+        '{"results": [{"index": 0, "metExpectation": "yes"}, {"index": 7, "metExpectation": true},'
+        ' {"index": 1, "metExpectation": true}, {"index": 1, "metExpectation": false}, "junk"]}'
+    )
+    verdicts = normalize_verdicts(ASSERTIONS, reply)
+    assert [v.passed for v in verdicts] == [False, True, False]
+    assert "not a boolean" in verdicts[0].reason
+    assert verdicts[2].reason.startswith(NO_VERDICT)
+    assert "names outcome 7, which does not exist" in verdicts[2].reason
+    assert "not an object" in verdicts[2].reason
+
+
+def test_judge_unreadable_or_empty_reply_fails_everything() -> None:
+    for reply in ("I think they all passed.", '{"results": []}', '{"verdict": true}'):
+        verdicts = normalize_verdicts(ASSERTIONS, reply)
+        assert len(verdicts) == 3 and not any(v.passed for v in verdicts), reply
+
+
+def test_judge_transcript_format() -> None:
+    now = datetime.now(UTC)
+    transcript = [
+        TranscriptMessage(index=0, role="assistant", content="Hi!", timestamp=now),
+        TranscriptMessage(index=1, role="user", content="Help", timestamp=now),
+        TranscriptMessage(index=2, role="assistant", content=None, tool_calls=[], timestamp=now),
+        TranscriptMessage(index=3, role="tool", content="{}", tool_call_id="c", timestamp=now),
+    ]
+    assert render_transcript(transcript) == "assistant: Hi!\nuser: Help\nassistant: None\ntool: {}"
+
+
+def _trial(
+    task: str, trial: int, reward: float | None, reason: str = "user_stop", **extra: object
+) -> TrialResult:
+    now = datetime.now(UTC)
+    return TrialResult(
+        task_id=task,
+        trial=trial,
+        seed=1,
+        termination_reason=reason,
+        reward=reward,
+        is_successful=None if reward is None else reward == 1.0,
+        started_at=now,
+        finished_at=now,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def test_pass_hat_k_formula() -> None:
+    # task a: 3 of 4 succeed; task b: 1 of 4.  pass^2 = (C(3,2)/C(4,2) + C(1,2)/C(4,2)) / 2 = (3/6 + 0) / 2
+    result = pass_hat_k({"a": [True, True, True, False], "b": [True, False, False, False]})
+    assert result == pytest.approx({1: 0.5, 2: 0.25, 3: 0.125, 4: 0.0})
+
+
+def test_report_excludes_infrastructure_and_not_judged() -> None:
+    config = AssessmentConfig(agent_url="http://agent", trials=2)
+    db = Signal(name="DB_STATE_MATCH", passed=True, counts=True, detail="")
+    trials = [
+        _trial("a", 0, 1.0, signals=[db]),
+        _trial("a", 1, 0.0, reason="agent_error"),
+        _trial("b", 0, 1.0),
+        _trial("b", 1, None, reason="infrastructure_error"),
+        _trial("c", 0, None, nl_status="not_judged"),
+        _trial("c", 1, None, nl_status="not_judged"),
+    ]
+    report = compute_report(config, trials, 1.5)
+    assert report.trials_total == 6 and report.trials_scored == 3
+    assert report.excluded == {"infrastructure_error": 1, "not_judged": 2}
+    assert report.avg_reward == pytest.approx(2 / 3)
+    # b kept one trial, so k stops at 1; c kept none and does not count
+    assert report.pass_hat_k == pytest.approx({1: (0.5 + 1.0) / 2})
+    assert report.termination_counts == {"user_stop": 4, "agent_error": 1, "infrastructure_error": 1}
+    assert report.task_rewards == {"a": 0.5, "b": 1.0}
+    assert report.signal_rates["DB_STATE_MATCH"] == 1.0
+    assert report.time_used_s == 1.5
+
+
+def test_config_validation_messages() -> None:
+    with pytest.raises(ValidationError, match="agent_url must be an http"):
+        AssessmentConfig(agent_url="ftp://agent")
+    with pytest.raises(ValidationError):
+        AssessmentConfig(agent_url="http://agent", trials=33)
+    with pytest.raises(ValidationError):
+        AssessmentConfig(agent_url="http://agent", concurrency=0)
+    with pytest.raises(ValidationError, match="either task_ids or num_tasks"):
+        TaskSelection(task_ids=["1"], num_tasks=1)
+    with pytest.raises(ValidationError, match="more than once"):
+        TaskSelection(task_ids=["1", "1"])
+    with pytest.raises(ValidationError, match="default_user_model 'gpt' is not configured"):
+        EngineSettings(default_user_model="gpt")
+    EngineSettings(user_models={"gpt": LLMEndpoint(model="gpt-4.1")}, default_user_model="gpt")

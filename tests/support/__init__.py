@@ -1,0 +1,1 @@
+"""Shared test utilities: a deterministic OpenAI-compatible server and loopback server helpers."""

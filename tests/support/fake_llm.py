@@ -1,0 +1,89 @@
+"""A deterministic OpenAI-compatible chat-completions server, for tests: no model behind it.
+
+It answers `POST /v1/chat/completions` with whatever a test's `responder` returns for the request body, and
+records every request, so tests can check what the engine sent (roles, seed, temperature, prompts).
+Served for real over loopback HTTP by `serve_fake_llm`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from green_agent.reference_agents import serve_app
+
+
+@dataclass(frozen=True)
+class FakeReply:
+    """One canned answer: text and/or tool calls, or an HTTP error status."""
+
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    status: int = 200
+
+
+Responder = Callable[[dict[str, Any]], FakeReply]
+
+
+@dataclass
+class FakeLLM:
+    responder: Responder
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    base_url: str = ""
+
+    async def handle(self, request: Request) -> Response:
+        body = json.loads(await request.body())
+        self.requests.append(body)
+        reply = self.responder(body)
+        if reply.status != 200:
+            return JSONResponse({"error": {"message": "fake failure", "type": "server_error"}}, reply.status)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.get("id", f"call_{len(self.requests)}_{i}"),
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": json.dumps(call.get("arguments", {}))},
+                }
+                for i, call in enumerate(reply.tool_calls)
+            ]
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+        )
+
+
+@contextlib.asynccontextmanager
+async def serve_fake_llm(responder: Responder) -> AsyncIterator[FakeLLM]:
+    """Serve `responder` as an OpenAI-compatible endpoint on loopback; `fake.base_url` ends in `/v1`."""
+    fake = FakeLLM(responder)
+
+    def app_for(url: str) -> Starlette:
+        return Starlette(routes=[Route("/v1/chat/completions", fake.handle, methods=["POST"])])
+
+    async with serve_app(app_for) as url:
+        fake.base_url = url.rstrip("/") + "/v1"
+        yield fake
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """The content of the last `user` message of a request."""
+    for message in reversed(body.get("messages", [])):
+        if message.get("role") == "user":
+            return str(message.get("content") or "")
+    return ""
