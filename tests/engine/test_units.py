@@ -35,7 +35,8 @@ def test_stop_tokens_match_anywhere() -> None:
         '<json>{"name": "get_user_details", "arguments": {"user_id": "u1"}}</json>',
         'Sure.\n```json\n{"name": "get_user_details", "kwargs": {"user_id": "u1"}}\n```',
         'Let me check {"tool_call": {"name": "get_user_details", "arguments": {"user_id": "u1"}}} now',
-        '{"tool_calls": [{"function": {"name": "get_user_details", "arguments": "{\\"user_id\\": \\"u1\\"}"}}]}',
+        '{"tool_calls": [{"function": {"name": "get_user_details",'
+        ' "arguments": "{\\"user_id\\": \\"u1\\"}"}}]}',
         '[{"name": "get_user_details", "arguments": {"user_id": "u1"}}]',
     ],
 )
@@ -142,7 +143,7 @@ def _trial(
         is_successful=None if reward is None else reward == 1.0,
         started_at=now,
         finished_at=now,
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
 
 
