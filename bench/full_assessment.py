@@ -1,0 +1,137 @@
+"""Benchmark 1: a full retail assessment (114 tasks x 4 trials) against the oracle, no artificial latency.
+
+The oracle white agent runs in a child process (`bench.white_agent`); the green agent runs in this process,
+driven through `AssessmentService` with SQL persistence (see `bench.harness`), on SQLite and on PostgreSQL.
+Both are on loopback with the scripted user, so the numbers are the service's own cost.
+
+    .venv/bin/python -m bench.full_assessment                       # both databases, 456 trials each
+    .venv/bin/python -m bench.full_assessment --num-tasks 20 --trials 1 --db sqlite     # quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from dataclasses import dataclass
+
+import uvloop
+
+from bench.harness import (
+    DEFAULT_PG_URL,
+    DatabaseKind,
+    RunResult,
+    engine_settings,
+    fresh_database,
+    green_agent_service,
+    run_measured,
+)
+from bench.procstats import mib, rss_bytes
+from bench.tables import print_table
+from bench.white_agent import white_agent_process
+from green_agent import AssessmentConfig, TaskSelection
+from retail_domain import load_retail_data
+
+TARGET_S = 60.0
+"""Target: the full 456-trial assessment with no latency in under a minute on a 2-core machine."""
+
+
+@dataclass
+class Options:
+    databases: list[DatabaseKind]
+    num_tasks: int | None
+    trials: int
+    concurrency: int
+    pg_url: str
+
+
+async def measure(options: Options) -> list[tuple[DatabaseKind, RunResult]]:
+    data = await asyncio.to_thread(load_retail_data)
+    results: list[tuple[DatabaseKind, RunResult]] = []
+    async with white_agent_process("oracle") as white:
+        for kind in options.databases:
+            async with (
+                fresh_database(kind, options.pg_url) as url,
+                green_agent_service(url, engine_settings(options.concurrency), data) as green,
+            ):
+                config = AssessmentConfig(
+                    agent_url=white.url,
+                    tasks=TaskSelection(split="base", num_tasks=options.num_tasks),
+                    trials=options.trials,
+                    concurrency=options.concurrency,
+                    user_model="scripted",
+                )
+                results.append((kind, await run_measured(green, config, white)))
+    return results
+
+
+def report(options: Options, results: list[tuple[DatabaseKind, RunResult]]) -> None:
+    rows = []
+    for kind, r in results:
+        turns = r.a2a_turns
+        n = len(r.trials)
+        # The target is for 456 trials: scale a smaller run's time to the full size for the ratio.
+        projected = r.wall_s * 456 / n
+        rows.append(
+            [
+                kind,
+                n,
+                turns,
+                f"{r.wall_s:.1f}",
+                f"{n / r.wall_s:.1f}",
+                f"{turns / r.wall_s:.0f}",
+                f"{r.green_cpu_s:.1f}",
+                f"{1000 * r.green_cpu_s / turns:.2f}",
+                f"{r.green_cpu_s / r.wall_s:.2f}",
+                f"{1000 * r.white_cpu_s / turns:.2f}",
+                mib(r.green_rss_before),
+                mib(r.green_peak_rss),
+                f"{r.avg_reward:.3f}" if r.avg_reward is not None else "n/a",
+                f"{projected / TARGET_S:.2f}",
+            ]
+        )
+    print_table(
+        f"Full assessment against the oracle, no latency (concurrency {options.concurrency}, "
+        f"green agent in-process via AssessmentService + SQL, oracle in a child process)",
+        [
+            "database",
+            "trials",
+            "A2A turns",
+            "wall s",
+            "trials/s",
+            "turns/s",
+            "green CPU s",
+            "green CPU ms/turn",
+            "green cores busy",
+            "white CPU ms/turn",
+            "green RSS before MiB",
+            "green peak RSS MiB",
+            "avg reward",
+            "wall / 60 s target (456 trials)",
+        ],
+        rows,
+    )
+
+
+def parse(argv: list[str] | None) -> Options:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--num-tasks", type=int, default=None, help="first N tasks of the base split (all 114)")
+    parser.add_argument("--trials", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--pg-url", default=DEFAULT_PG_URL, help="server + maintenance db for fresh databases")
+    args = parser.parse_args(argv)
+    databases: list[DatabaseKind] = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    return Options(databases, args.num_tasks, args.trials, args.concurrency, args.pg_url)
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse(argv)
+    results = uvloop.run(measure(options))
+    report(options, results)
+    print(f"(benchmark process RSS at exit: {mib(rss_bytes())} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""The green agent as the benchmarks drive it: in this process, through the service and its SQL persistence.
+
+`green_agent_service` opens what `api.runtime.open_runtime` opens for the CLI (migrated database, engine,
+`AssessmentService`) except the A2A task store, which only the A2A door uses. It takes `EngineSettings`
+directly because the benchmarks need settings the operator's `Settings` does not expose (the scripted user's
+delay, concurrency bounds above the defaults). An assessment then runs exactly as `green-agent run` runs one:
+`service.create(...)`, every finished trial committed to SQL inside the engine's awaited callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import asyncpg
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.db.engine import create_engine
+from api.db.migrate import upgrade
+from api.db.repository import AssessmentRepository
+from api.service import AssessmentService
+from bench.procstats import peak_rss_bytes, reset_peak_rss, rss_bytes, self_cpu_seconds
+from bench.white_agent import WhiteAgentProcess
+from green_agent import AssessmentConfig, Engine, EngineSettings, TrialResult
+from retail_domain import RetailData
+
+DatabaseKind = Literal["sqlite", "postgres"]
+DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
+"""Where a fresh benchmark database is created (and dropped): the server, user and maintenance database."""
+
+
+@contextlib.asynccontextmanager
+async def fresh_database(kind: DatabaseKind, pg_url: str = DEFAULT_PG_URL) -> AsyncIterator[str]:
+    """A new, empty database for one run (SQLite file in a temp dir, or a PostgreSQL database), dropped after;
+    yields its SQLAlchemy async URL."""
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="green-bench-") as tmp:
+            yield f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+        return
+    name = f"green_bench_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(pg_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    try:
+        base = pg_url.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1)
+        yield f"{base}/{name}"
+    finally:
+        admin = await asyncpg.connect(pg_url)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+@dataclass
+class GreenAgent:
+    database: AsyncEngine
+    repository: AssessmentRepository
+    engine: Engine
+    service: AssessmentService
+
+
+@contextlib.asynccontextmanager
+async def green_agent_service(
+    database_url: str, settings: EngineSettings, data: RetailData
+) -> AsyncIterator[GreenAgent]:
+    database = create_engine(database_url)
+    try:
+        await upgrade(database)
+        repository = AssessmentRepository(database)
+        async with Engine(settings, data) as engine:
+            service = AssessmentService(repository, engine)
+            try:
+                yield GreenAgent(database, repository, engine, service)
+            finally:
+                await service.aclose()
+    finally:
+        await database.dispose()
+
+
+def engine_settings(concurrency: int, *, user_delay_s: float = 0.0) -> EngineSettings:
+    """Bounds wide enough that `concurrency` (the assessment's own) is the one that binds."""
+    return EngineSettings(
+        max_concurrent_trials=max(64, concurrency),
+        max_concurrent_per_agent=max(32, concurrency),
+        scripted_user_delay_s=user_delay_s,
+    )
+
+
+def a2a_sends(trial: TrialResult) -> int:
+    """Messages the green agent sent to the white agent: every assistant message but the fixed greeting."""
+    return sum(1 for m in trial.transcript if m.role == "assistant") - 1
+
+
+def user_turns(trial: TrialResult) -> int:
+    return sum(1 for m in trial.transcript if m.role == "user")
+
+
+@dataclass
+class RunResult:
+    status: str
+    wall_s: float
+    green_cpu_s: float
+    white_cpu_s: float
+    green_rss_before: int
+    green_peak_rss: int
+    trials: list[TrialResult] = field(default_factory=list)
+
+    @property
+    def a2a_turns(self) -> int:
+        return sum(a2a_sends(t) for t in self.trials)
+
+    @property
+    def avg_reward(self) -> float | None:
+        rewards = [t.reward for t in self.trials if t.reward is not None]
+        return sum(rewards) / len(rewards) if rewards else None
+
+
+async def run_measured(green: GreenAgent, config: AssessmentConfig, white: WhiteAgentProcess) -> RunResult:
+    """Run one assessment through the service; measure wall time, both processes' CPU, the green peak RSS."""
+    await asyncio.to_thread(gc.collect)
+    reset_peak_rss()
+    rss_before = rss_bytes()
+    cpu_before, white_before = self_cpu_seconds(), white.cpu_seconds()
+    started = time.perf_counter()
+    record, _ = await green.service.create(config, source="bench")
+    final = await green.service.wait(record.id)
+    wall = time.perf_counter() - started
+    cpu, white_cpu = self_cpu_seconds() - cpu_before, white.cpu_seconds() - white_before
+    peak = peak_rss_bytes()
+    trials = await green.repository.trial_results(record.id)
+    if final.status != "completed":
+        raise RuntimeError(f"assessment {record.id} ended {final.status}: {final.error}")
+    return RunResult(final.status, wall, cpu, white_cpu, rss_before, peak, trials)

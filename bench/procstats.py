@@ -1,0 +1,59 @@
+"""Process measurements read from /proc and getrusage (Linux), so the benchmarks need no psutil.
+
+The green agent runs in the benchmark's own process: its CPU time is `getrusage(RUSAGE_SELF)` (every thread,
+including aiosqlite's worker thread and `asyncio.to_thread` work). The white agent runs in a child process
+and is read from `/proc/<pid>/stat`, so the two never mix.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from pathlib import Path
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _status_kib(field: str, pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"/proc/{pid}/status has no {field} line")
+
+
+def rss_bytes(pid: int | str = "self") -> int:
+    """Resident set size now."""
+    return _status_kib("VmRSS", pid) * 1024
+
+
+def peak_rss_bytes(pid: int | str = "self") -> int:
+    """Highest resident set size since the process started (or since `reset_peak_rss`)."""
+    return _status_kib("VmHWM", pid) * 1024
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's peak RSS to its current RSS (Linux >= 4.0); False when the kernel refuses."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def self_cpu_seconds() -> float:
+    """User + system CPU of this process, all threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of another process, from /proc/<pid>/stat."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    # The command name (field 2) may hold spaces; the fields after its closing parenthesis are fixed.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    utime, stime = int(fields[11]), int(fields[12])
+    return (utime + stime) / _CLOCK_TICKS
+
+
+def mib(n_bytes: float) -> str:
+    return f"{n_bytes / 2**20:.1f}"
