@@ -7,7 +7,8 @@ evaluator.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, field
 
 from .environment import RetailEnvironment, ToolCall
 from .store import BaseDb
@@ -20,8 +21,13 @@ class GoldOutcome:
     ``failed_calls``: (index in actions, tool name, error content) of the gold calls that failed."""
 
     db_hash: str
-    actions: tuple[ToolCall, ...]
+    reference_calls: tuple[ToolCall, ...] = field(repr=False)
     failed_calls: tuple[tuple[int, str, str], ...]
+
+    @property
+    def actions(self) -> tuple[ToolCall, ...]:
+        """The reference calls, deep-copied on every access: the outcome is cached and shared per process."""
+        return tuple(ToolCall(call.name, copy.deepcopy(call.arguments)) for call in self.reference_calls)
 
 
 def replay_gold(base: BaseDb, task: Task) -> GoldOutcome:
@@ -32,4 +38,4 @@ def replay_gold(base: BaseDb, task: Task) -> GoldOutcome:
         result = env.call(call.name, call.arguments)
         if result.error:
             failed.append((index, call.name, result.content))
-    return GoldOutcome(db_hash=env.db_hash(), actions=actions, failed_calls=tuple(failed))
+    return GoldOutcome(db_hash=env.db_hash(), reference_calls=actions, failed_calls=tuple(failed))

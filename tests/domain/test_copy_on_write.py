@@ -1,0 +1,111 @@
+"""Copy-on-write isolation and the incremental hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+
+from retail_domain import RetailData
+
+from .conftest import INITIAL_HASH
+
+CANCEL = {"order_id": "#W6779827", "reason": "no longer needed"}  # pending, paid by a gift card
+
+
+def full_hash(dump: dict[str, object]) -> str:
+    """Upstream's definition, computed the slow way over a complete dump."""
+    return hashlib.sha256(json.dumps(dump, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def test_two_environments_never_see_each_others_writes(data: RetailData) -> None:
+    first = data.new_environment()
+    second = data.new_environment()
+    assert not first.call("cancel_pending_order", CANCEL).error
+    assert (
+        json.loads(first.call("get_order_details", {"order_id": "#W6779827"}).content)["status"]
+        == "cancelled"
+    )
+    assert (
+        json.loads(second.call("get_order_details", {"order_id": "#W6779827"}).content)["status"] == "pending"
+    )
+    balance = json.loads(second.call("get_user_details", {"user_id": "ethan_lopez_6291"}).content)
+    assert balance["payment_methods"]["gift_card_7219486"]["balance"] == 49.0
+    assert second.db_hash() == INITIAL_HASH
+    assert first.db_hash() != INITIAL_HASH
+    # the second can make the same write independently
+    assert not second.call("cancel_pending_order", CANCEL).error
+    assert second.db_hash() == first.db_hash()
+
+
+def test_the_shared_base_is_never_written(data: RetailData) -> None:
+    before = json.dumps(data.base.orders["#W6779827"]), json.dumps(data.base.users["ethan_lopez_6291"])
+    env = data.new_environment()
+    env.call("cancel_pending_order", CANCEL)
+    env.call(
+        "modify_user_address",
+        {
+            "user_id": "ethan_lopez_6291",
+            "address1": "x",
+            "address2": "",
+            "city": "c",
+            "state": "s",
+            "country": "USA",
+            "zip": "1",
+        },
+    )
+    after = json.dumps(data.base.orders["#W6779827"]), json.dumps(data.base.users["ethan_lopez_6291"])
+    assert before == after
+    assert data.new_environment().db_hash() == INITIAL_HASH
+    assert full_hash(data.new_environment().dump()) == INITIAL_HASH
+
+
+def test_incremental_hash_equals_the_full_serialization(data: RetailData) -> None:
+    env = data.new_environment()
+    assert full_hash(env.dump()) == env.db_hash() == INITIAL_HASH
+    # changes at both ends of the sorted key space and in the middle
+    env.call("cancel_pending_order", CANCEL)
+    env.call(
+        "modify_pending_order_address",
+        {
+            "order_id": "#W9911714",
+            "address1": "a",
+            "address2": "b",
+            "city": "c",
+            "state": "d",
+            "country": "e",
+            "zip": "f",
+        },
+    )
+    first_order = min(data.base.orders)
+    last_user = max(data.base.users)
+    env.call("get_order_details", {"order_id": first_order})
+    env.call(
+        "modify_user_address",
+        {
+            "user_id": last_user,
+            "address1": "x",
+            "address2": "",
+            "city": "c",
+            "state": "s",
+            "country": "USA",
+            "zip": "1",
+        },
+    )
+    assert env.changed_entities() == 4
+    assert env.db_hash() == full_hash(env.dump())
+
+
+def test_a_failed_write_that_changed_nothing_leaves_the_hash(data: RetailData) -> None:
+    env = data.new_environment()
+    assert env.call("cancel_pending_order", {"order_id": "#W6779827", "reason": "bored"}).error
+    assert env.db_hash() == INITIAL_HASH
+
+
+def test_environments_are_cheap(data: RetailData) -> None:
+    # Not a benchmark (see bench/domain_bench.py): a loose bound that a deep copy of the DB could never meet.
+    start = time.perf_counter()
+    envs = [data.new_environment() for _ in range(1000)]
+    elapsed = time.perf_counter() - start
+    assert len(envs) == 1000 and elapsed < 5.0
+    assert all(env.changed_entities() == 0 for env in envs)
