@@ -40,11 +40,15 @@ class ToolCall:
         }
 
 
+_ENCODER = json.JSONEncoder(default=str)
+
+
 def _render(value: Any) -> str:
-    # Upstream: strings go out as-is, models as json.dumps(model_dump(), default=str) with default separators.
+    # Upstream: strings go out as-is, models as json.dumps(model_dump(), default=str) with default separators;
+    # one shared encoder with those options.
     if isinstance(value, str):
         return value
-    return json.dumps(value, default=str)
+    return _ENCODER.encode(value)
 
 
 def _canonical_order_id(value: Any) -> Any:

@@ -74,9 +74,14 @@ def normalize_db(raw: Mapping[str, Any]) -> dict[str, dict[str, Entity]]:
     return {"orders": orders, "products": products, "users": users}
 
 
+# Upstream hashes json.dumps(model_dump(), sort_keys=True, default=str);
+# a shared encoder with the same options avoids building one per call.
+_SORTED_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
+
+
 def entity_fragment(entity: Entity) -> bytes:
     """One entity as it appears inside upstream's hashed serialization."""
-    return json.dumps(entity, sort_keys=True, default=str).encode()
+    return _SORTED_ENCODER.encode(entity).encode()
 
 
 def copy_entity(value: Any) -> Any:
