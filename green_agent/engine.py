@@ -105,7 +105,9 @@ class Engine:
                 f"num_tasks={selection.num_tasks} but split {selection.split!r} has {len(split)} tasks; "
                 f"lower num_tasks to at most {len(split)}"
             )
-        return list(split[: selection.num_tasks] if selection.num_tasks else split)
+        members = set(split)
+        ordered = [t for t in self.data.tasks if t in members]  # tasks.json order, as upstream
+        return ordered[: selection.num_tasks] if selection.num_tasks else ordered
 
     def _user_model_name(self, config: AssessmentConfig) -> str:
         name = config.user_model or self.settings.default_user_model
