@@ -211,21 +211,23 @@ def _title(name: str) -> str:
 
 
 def _property(kind: str, description: str, name: str) -> dict[str, Any]:
-    prop: dict[str, Any] = {"description": description, "title": _title(name)}
+    # Key order as pydantic's model_json_schema() emits it upstream.
+    prop: dict[str, Any] = {"description": description}
     if kind == _LIST:
         prop["items"] = {"type": "string"}
+    prop["title"] = _title(name)
     prop["type"] = kind
     return prop
 
 
 def _schema(name: str, description: str, params: list[tuple[str, str, str]]) -> dict[str, Any]:
     parameters: dict[str, Any] = {
-        "properties": {pname: _property(kind, text, pname) for pname, kind, text in params},
-        "title": "parameters",
-        "type": "object",
+        "properties": {pname: _property(kind, text, pname) for pname, kind, text in params}
     }
     if params:
         parameters["required"] = [pname for pname, _, _ in params]
+    parameters["title"] = "parameters"
+    parameters["type"] = "object"
     return {
         "type": "function",
         "function": {"name": name, "description": description, "parameters": parameters},

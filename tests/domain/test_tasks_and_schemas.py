@@ -83,3 +83,20 @@ def test_schema_titles_and_key_facts() -> None:
     assert "#" in props["order_id"]["description"]
     reason = by_name["cancel_pending_order"]["parameters"]["properties"]["reason"]["description"]
     assert "'no longer needed'" in reason and "'ordered by mistake'" in reason
+
+
+def test_parameter_objects_have_upstreams_generated_shape() -> None:
+    """Rebuild each parameters object the way upstream does (a pydantic model titled 'parameters') from our
+    descriptions, and compare the serialized form, key order included."""
+    import json
+
+    from pydantic import Field, create_model
+
+    for schema in TOOL_SCHEMAS:
+        props = schema["function"]["parameters"]["properties"]
+        fields: dict[str, Any] = {
+            name: (list[str] if prop["type"] == "array" else str, Field(description=prop["description"]))
+            for name, prop in props.items()
+        }
+        model = create_model("parameters", **fields)
+        assert json.dumps(schema["function"]["parameters"]) == json.dumps(model.model_json_schema())
