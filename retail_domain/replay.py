@@ -140,7 +140,7 @@ def _print_text(report: dict[str, Any]) -> None:
         for diff in report["differences"]:
             out.write(f"  {diff['path']}: {_compact(diff['actual'])} vs {_compact(diff['expected'])}\n")
     if report["gold_failed_calls"]:
-        out.write("\nnote: these gold calls fail by design and are ignored when computing the gold hash:\n")
+        out.write("\nnote: these gold calls fail; upstream ignores them when computing the gold hash:\n")
         for index, name, content in report["gold_failed_calls"]:
             out.write(f"  gold[{index}] {name}: {content}\n")
 
@@ -149,6 +149,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="retail-replay",
         description="Replay tool calls for a tau2 retail task on a fresh DB and compare with gold.",
+        epilog=(
+            'The calls file is a JSON list of {"name": ..., "arguments": {...}} or OpenAI-style '
+            '{"function": {"name": ..., "arguments": "<JSON string>"}} entries. '
+            "Exit status: 0 = final DB matches gold, 1 = it differs, 2 = bad input or missing data."
+        ),
     )
     parser.add_argument("calls", nargs="?", help="JSON file with the tool calls, or - for stdin")
     parser.add_argument("--task", required=True, help="task id, e.g. 20")
