@@ -134,9 +134,9 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 
 
 def _replay(argv: Sequence[str]) -> int:
-    from retail_domain import replay
+    from retail_domain.replay import main as replay_main
 
-    return int(replay.main(list(argv)) or 0)
+    return int(replay_main(list(argv)) or 0)
 
 
 def _run(args: argparse.Namespace) -> int:
