@@ -24,7 +24,7 @@ from green_agent.models import (
     TurnTaken,
     utcnow,
 )
-from green_agent.scoring import score
+from green_agent.scoring import score, unscored
 from green_agent.user_simulator import GREETING, UserSimulator, is_user_stop
 from green_agent.white_agent.client import Conversation
 from green_agent.white_agent.dialect import Dialect, ToolOutcome
@@ -71,12 +71,20 @@ class TrialState:
     db_hash: str | None = None
 
 
+class EventHandlerFailed(Exception):
+    """The caller's `on_event` raised; its exception (the cause) stops the run, it is no trial outcome."""
+
+
 async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
-    """Run, score and report one trial. Never raises, except for cancellation: failures become outcomes."""
+    """Run, score and report one trial. Failures of the agent or of our dependencies become outcomes; only
+    cancellation and a failing event handler propagate."""
     started = utcnow()
     state = TrialState()
     try:
         reason = await _converse(spec, deps, state)
+    except EventHandlerFailed as exc:
+        assert exc.__cause__ is not None
+        raise exc.__cause__ from None
     except AgentError as exc:
         reason, state.error = TerminationReason.AGENT_ERROR, f"{type(exc).__name__}: {exc}"
     except InfrastructureError as exc:
@@ -85,7 +93,11 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
         log.exception("trial %s/%s crashed", spec.task.id, spec.trial)
         reason = TerminationReason.INFRASTRUCTURE_ERROR
         state.error = f"internal error: {type(exc).__name__}: {exc}"
-    result = await score(spec, deps.data, deps.judge, state, reason, started)
+    try:
+        result = await score(spec, deps.data, deps.judge, state, reason, started)
+    except Exception as exc:  # a scoring bug must not take the other trials down either
+        log.exception("scoring trial %s/%s crashed", spec.task.id, spec.trial)
+        result = unscored(spec, state, started, f"internal error while scoring: {type(exc).__name__}: {exc}")
     await deps.emit(TrialFinished(result=result))
     return result
 
@@ -119,7 +131,10 @@ class _Loop:
     async def record(self, role: Any, content: str | None, **extra: Any) -> None:
         message = TranscriptMessage(index=len(self.state.transcript), role=role, content=content, **extra)
         self.state.transcript.append(message)
-        await self.deps.emit(TurnTaken(task_id=self.spec.task.id, trial=self.spec.trial, message=message))
+        try:
+            await self.deps.emit(TurnTaken(task_id=self.spec.task.id, trial=self.spec.trial, message=message))
+        except Exception as exc:
+            raise EventHandlerFailed() from exc
 
     def after_step(self, pending: TerminationReason | None) -> TerminationReason | None:
         """Count the step; the limits override a stop given in the same step, as upstream."""

@@ -151,3 +151,23 @@ def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:
         detail = f"{len(task.nl_assertions)} assertions not judged"
         return Signal(name=SIGNAL_NL, passed=None, counts=counts, detail=detail)
     return Signal(name=SIGNAL_NL, passed=True, counts=counts, detail="no assertions to judge for this task")
+
+
+def unscored(spec: TrialSpec, state: TrialState, started: datetime, error: str) -> TrialResult:
+    """The result of a trial that could not be scored: an infrastructure error, excluded from the metrics."""
+    return TrialResult(
+        task_id=spec.task.id,
+        trial=spec.trial,
+        seed=spec.seed,
+        termination_reason=str(TerminationReason.INFRASTRUCTURE_ERROR),
+        reward=None,
+        is_successful=None,
+        transcript=state.transcript,
+        protocol_warnings=state.warnings,
+        error=error,
+        steps=state.steps,
+        num_errors=state.num_errors,
+        db_actual_hash=state.db_hash,
+        started_at=started,
+        finished_at=utcnow(),
+    )

@@ -22,6 +22,7 @@ from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientTimeoutError
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import AgentCard, GetTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState
+from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import A2AError
 
 from green_agent.errors import AgentError, AgentProtocolError, AgentTimeoutError, AgentUnreachableError
@@ -87,7 +88,12 @@ class WhiteAgentPool:
                 max_keepalive_connections=limits.conversations_per_client,
             ),
         )
-        slot = _Slot(http=http, factory=ClientFactory(ClientConfig(httpx_client=http, streaming=False)))
+        config = ClientConfig(
+            httpx_client=http,
+            streaming=False,  # one answer per message; the turn timeout bounds it
+            supported_protocol_bindings=[TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON],
+        )
+        slot = _Slot(http=http, factory=ClientFactory(config))
         self._slots.append(slot)
         return slot
 

@@ -7,16 +7,22 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from a2a.helpers import new_task_from_user_message, new_text_message, new_text_part
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.tasks import TaskUpdater
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_rest_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import Part
+from a2a.utils.constants import TransportProtocol
+from starlette.applications import Starlette
 
 from green_agent import AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection
-from green_agent.reference_agents import serve_reference_agent
+from green_agent.reference_agents import agent_card, serve_app, serve_reference_agent
+from green_agent.reference_agents.oracle import OracleExecutor
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
 from green_agent.user_simulator import SCRIPTED_OPENING
 from retail_domain import RetailData
@@ -248,3 +254,29 @@ async def test_validate_resolves_tasks_and_says_what_to_change(data: RetailData)
             engine.validate(AssessmentConfig(agent_url=url, user_model="claude"))
         with pytest.raises(ConfigError, match="lower num_tasks to at most 40"):
             engine.validate(AssessmentConfig(agent_url=url, tasks=TaskSelection(split="test", num_tasks=41)))
+
+
+async def test_event_handler_failing_mid_trial_stops_the_run(data: RetailData) -> None:
+    async def fails_on_turns(event: Any) -> None:
+        if event.kind == "turn_taken" and event.message.index == 2:
+            raise RuntimeError("stream consumer gone")
+
+    async with serve_reference_agent("oracle", data=data) as url, engine_for(data) as engine:
+        with pytest.raises(RuntimeError, match="stream consumer gone"):
+            await engine.run(AssessmentConfig(agent_url=url, tasks=ONE), on_event=fails_on_turns)
+
+
+async def test_agent_offering_only_the_rest_binding(data: RetailData) -> None:
+    def app_for(url: str) -> Starlette:
+        card = agent_card(name="rest-oracle", description="oracle over HTTP+JSON", url=url)
+        card.supported_interfaces[0].protocol_binding = TransportProtocol.HTTP_JSON
+        handler = DefaultRequestHandler(OracleExecutor(data), InMemoryTaskStore(), card)
+        return Starlette(routes=[*create_agent_card_routes(card), *create_rest_routes(handler)])
+
+    async with serve_app(app_for) as url:
+        _, events = await run(
+            data, AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["5", "24"]))
+        )
+    for result in events.results:
+        assert result.termination_reason == "user_stop", result.error
+        assert result.db_actual_hash == data.gold(result.task_id).db_hash
