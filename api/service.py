@@ -72,7 +72,6 @@ class AssessmentService:
         self._engine = engine
         self._running: dict[str, asyncio.Task[None]] = {}
         self._cancel_requested: set[str] = set()
-        self._closing = False
         # Called with the final record whenever an assessment reaches a terminal status (A2A bookkeeping).
         self.finish_listeners: list[Callable[[AssessmentRecord], Awaitable[None]]] = []
 
@@ -266,7 +265,6 @@ class AssessmentService:
 
     async def aclose(self) -> None:
         """Stop every running assessment without marking it: the next start resumes them."""
-        self._closing = True
         tasks = list(self._running.values())
         for task in tasks:
             task.cancel()

@@ -98,6 +98,10 @@ class Settings(BaseSettings):
     turn_timeout_s: float = Field(default=300.0, gt=0, le=3600)
     llm_timeout_s: float = Field(default=120.0, gt=0, le=3600)
     llm_max_retries: int = Field(default=3, ge=0, le=20)
+    llm_retry_backoff_s: float = Field(default=1.0, ge=0, le=600)
+    conversations_per_client: int = Field(
+        default=16, ge=1, le=256, description="White-agent conversations sharing one HTTP client."
+    )
     user_guidelines_file: Path | None = None
     judge_rubric_file: Path | None = None
     normalize_ids: bool = False
@@ -188,6 +192,8 @@ class Settings(BaseSettings):
             turn_timeout_s=self.turn_timeout_s,
             llm_timeout_s=self.llm_timeout_s,
             llm_max_retries=self.llm_max_retries,
+            llm_retry_backoff_s=self.llm_retry_backoff_s,
+            conversations_per_client=self.conversations_per_client,
             user_guidelines_file=self.user_guidelines_file,
             judge_rubric_file=self.judge_rubric_file,
             normalize_ids=self.normalize_ids,
