@@ -4,18 +4,20 @@ Drive it from Python in a few lines (here against the built-in oracle agent, wit
 
     import asyncio
 
-    from green_agent import AssessmentConfig, Engine, EngineSettings
+    from green_agent import AssessmentConfig, Engine, EngineSettings, TaskSelection
     from green_agent.reference_agents import serve_reference_agent
     from retail_domain import load_retail_data
 
 
     async def main() -> None:
         data = load_retail_data()
+        config_tasks = TaskSelection(split="test", num_tasks=5)  # leave out for all 114 tasks
         async with (
             serve_reference_agent("oracle", data=data) as agent_url,
             Engine(EngineSettings(), data) as engine,
         ):
-            report = await engine.run(AssessmentConfig(agent_url=agent_url, trials=2, concurrency=16))
+            config = AssessmentConfig(agent_url=agent_url, tasks=config_tasks, trials=2)
+            report = await engine.run(config)
         print(report.pass_hat_k, report.avg_reward, report.termination_counts)
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from green_agent import AssessmentConfig, TaskSelection
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData
 from tests.engine.conftest import GOLD_EQUALS_INITIAL, engine_for, run
 
 
+@pytest.mark.slow
 async def test_oracle_matches_the_gold_db_on_every_task(data: RetailData) -> None:
     async with serve_reference_agent("oracle", data=data) as url:
         started = time.monotonic()
@@ -53,6 +56,7 @@ async def test_oracle_in_structured_dialect_and_over_a2a_0_3(data: RetailData) -
         assert report.termination_counts == {"user_stop": 16}
 
 
+@pytest.mark.slow
 async def test_agent_without_tools_matches_only_tasks_whose_gold_is_the_initial_db(data: RetailData) -> None:
     async with serve_reference_agent("no_tools", data=data) as url:
         report, events = await run(data, AssessmentConfig(agent_url=url, concurrency=32))
