@@ -14,6 +14,7 @@ from .checks import (
     score_trial,
 )
 from .data import ENV_VAR, EXPECTED_SHA256, DataError
+from .diff import Difference, db_differences
 from .environment import RetailEnvironment, ToolCall, ToolResult
 from .gold import GoldOutcome
 from .loader import RetailData, load_retail_data
@@ -32,6 +33,7 @@ __all__ = [
     "CommunicateCheck",
     "DataError",
     "DbCheck",
+    "Difference",
     "GoldAction",
     "GoldOutcome",
     "RetailData",
@@ -46,6 +48,7 @@ __all__ = [
     "check_actions",
     "check_communicate",
     "check_db",
+    "db_differences",
     "is_clean_exit",
     "load_retail_data",
     "score_trial",
