@@ -138,10 +138,16 @@ class HashLayout:
 
     def hash_with(self, changed: Mapping[tuple[str, str], Entity]) -> str:
         """sha256 of the base with the given entities replaced; cost grows with the changes, not the DB."""
-        if not changed:
-            return self.initial_hash
-        replaced = sorted((self.spans[key], entity_fragment(entity)) for key, entity in changed.items())
         view = memoryview(self.blob)
+        replaced = []
+        for key, entity in changed.items():
+            span = self.spans[key]
+            fragment = entity_fragment(entity)
+            if fragment != view[span[1] : span[2]]:  # a copy that ended up equal to the base costs nothing
+                replaced.append((span, fragment))
+        if not replaced:
+            return self.initial_hash
+        replaced.sort()
         (position, _, _), _ = replaced[0]
         running = self.checkpoints[position].copy()
         cursor = replaced[0][0][1]

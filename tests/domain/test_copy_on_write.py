@@ -109,3 +109,11 @@ def test_environments_are_cheap(data: RetailData) -> None:
     elapsed = time.perf_counter() - start
     assert len(envs) == 1000 and elapsed < 5.0
     assert all(env.changed_entities() == 0 for env in envs)
+
+
+def test_a_write_that_restores_the_base_value_hashes_as_initial(data: RetailData) -> None:
+    env = data.new_environment()
+    address = dict(data.base.users["yusuf_rossi_9620"]["address"])
+    assert not env.call("modify_user_address", {"user_id": "yusuf_rossi_9620", **address}).error
+    assert env.changed_entities() == 1
+    assert env.db_hash() == INITIAL_HASH == full_hash(env.dump())
