@@ -27,7 +27,13 @@ from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
 from api.service import AssessmentService
-from bench.procstats import peak_rss_bytes, reset_peak_rss, rss_bytes, self_cpu_seconds
+from bench.procstats import (
+    machine_busy_seconds,
+    peak_rss_bytes,
+    reset_peak_rss,
+    rss_bytes,
+    self_cpu_seconds,
+)
 from bench.white_agent import WhiteAgentProcess
 from green_agent import AssessmentConfig, Engine, EngineSettings, TrialResult
 from retail_domain import RetailData
@@ -114,11 +120,17 @@ class RunResult:
     white_cpu_s: float
     green_rss_before: int
     green_peak_rss: int
+    other_cpu_s: float
+    """CPU other processes on the machine used meanwhile (other workloads skew wall times; CPU less so)."""
     trials: list[TrialResult] = field(default_factory=list)
 
     @property
     def a2a_turns(self) -> int:
         return sum(a2a_sends(t) for t in self.trials)
+
+    @property
+    def other_cores(self) -> float:
+        return self.other_cpu_s / self.wall_s
 
     @property
     def avg_reward(self) -> float | None:
@@ -131,14 +143,15 @@ async def run_measured(green: GreenAgent, config: AssessmentConfig, white: White
     await asyncio.to_thread(gc.collect)
     reset_peak_rss()
     rss_before = rss_bytes()
-    cpu_before, white_before = self_cpu_seconds(), white.cpu_seconds()
+    cpu_before, white_before, machine_before = self_cpu_seconds(), white.cpu_seconds(), machine_busy_seconds()
     started = time.perf_counter()
     record, _ = await green.service.create(config, source="bench")
     final = await green.service.wait(record.id)
     wall = time.perf_counter() - started
     cpu, white_cpu = self_cpu_seconds() - cpu_before, white.cpu_seconds() - white_before
+    other = max(0.0, machine_busy_seconds() - machine_before - cpu - white_cpu)
     peak = peak_rss_bytes()
     trials = await green.repository.trial_results(record.id)
     if final.status != "completed":
         raise RuntimeError(f"assessment {record.id} ended {final.status}: {final.error}")
-    return RunResult(final.status, wall, cpu, white_cpu, rss_before, peak, trials)
+    return RunResult(final.status, wall, cpu, white_cpu, rss_before, peak, other, trials)

@@ -57,3 +57,14 @@ def cpu_seconds(pid: int) -> float:
 
 def mib(n_bytes: float) -> str:
     return f"{n_bytes / 2**20:.1f}"
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds every process on the machine has used (all cores), from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / _CLOCK_TICKS
+
+
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0))
