@@ -144,10 +144,10 @@ class AssessmentService:
         self, record: AssessmentRecord, config: AssessmentConfig, completed: list[TrialResult]
     ) -> None:
         assessment_id = record.id
-        await self.repository.mark_running(assessment_id)
-        self._publish_status(assessment_id, RUNNING, len(completed), record.trials_total)
         started = time.monotonic()
         try:
+            await self.repository.mark_running(assessment_id)
+            self._publish_status(assessment_id, RUNNING, len(completed), record.trials_total)
             report = await self._engine.run(
                 config, on_event=self._event_handler(assessment_id, record.trials_total), completed=completed
             )
