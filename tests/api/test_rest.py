@@ -144,3 +144,27 @@ async def test_unknown_assessment_is_404(client: httpx.AsyncClient) -> None:
         response = await client.get(path)
         assert response.status_code == 404 and "nope" in response.text
     assert (await client.post("/assessments/nope/cancel")).status_code == 404
+
+
+async def test_sse_progress_arrives_while_the_assessment_runs(
+    client: httpx.AsyncClient, slow_oracle_url: str
+) -> None:
+    body = {"agent_url": slow_oracle_url, "tasks": {"num_tasks": 4}, "concurrency": 1}
+    assessment_id = (await client.post("/assessments", json=body)).json()["id"]
+    seen: list[str] = []
+    first_status: dict[str, Any] = {}
+    status_at_first_trial = None
+    async with client.stream("GET", f"/assessments/{assessment_id}/events") as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data:") and not first_status:
+                first_status = json.loads(line.removeprefix("data:"))
+            if not line.startswith("event:"):
+                continue
+            seen.append(line.removeprefix("event:").strip())
+            if seen[-1] == "trial_finished" and status_at_first_trial is None:
+                status_at_first_trial = (await client.get(f"/assessments/{assessment_id}")).json()["status"]
+    assert status_at_first_trial == "running"  # streamed live, not in a burst at the end
+    # Whatever happened before the stream opened is in its first status event; the rest comes through it.
+    assert seen[0] == "status" and seen.count("trial_finished") == 4 - first_status["trials_done"]
+    assert seen.count("trial_started") >= 3
+    assert "turn_taken" in seen and seen[-1] == "status"
