@@ -74,7 +74,10 @@ class EngineSettings(BaseModel):
         description="Per-turn delay of the scripted user (simulates LLM latency in benchmarks).",
     )
     conversations_per_client: int = Field(
-        default=16, ge=1, le=256, description="White-agent conversations sharing one HTTP client."
+        default=8,
+        ge=1,
+        le=256,
+        description="White-agent conversations sharing one HTTP client (httpcore slows down with many).",
     )
     normalize_ids: bool = Field(
         default=False, description="Tolerant id lookup in the tools (off = upstream parity)."

@@ -46,7 +46,7 @@ class AgentReply:
 
 @dataclass(frozen=True)
 class ClientLimits:
-    conversations_per_client: int = 16
+    conversations_per_client: int = 8
     connect_timeout_s: float = 10.0
     write_timeout_s: float = 60.0
     read_timeout_s: float = 3_700.0
@@ -83,8 +83,10 @@ class WhiteAgentPool:
         )
         http = httpx.AsyncClient(
             timeout=timeout,
+            # A conversation has at most one request in flight, so this many connections always suffice;
+            # fewer connections per client keeps httpcore's per-request pool scan short.
             limits=httpx.Limits(
-                max_connections=limits.conversations_per_client * 2,
+                max_connections=limits.conversations_per_client,
                 max_keepalive_connections=limits.conversations_per_client,
             ),
         )
