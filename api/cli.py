@@ -129,7 +129,7 @@ def _db_upgrade(args: argparse.Namespace) -> int:
             await engine.dispose()
 
     asyncio.run(go())
-    print(f"database at {settings.database_url} is up to date")
+    print(f"database at {settings.database_url_for_display()} is up to date")
     return EXIT_OK
 
 

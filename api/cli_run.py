@@ -132,7 +132,7 @@ async def run_demo(
     ):
         console.print(
             f"demo: built-in oracle white agent at {agent_url}, scripted user, "
-            f"database {settings.database_url}"
+            f"database {settings.database_url_for_display()}"
         )
         config = AssessmentConfig(
             agent_url=agent_url,

@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
 
@@ -161,6 +162,10 @@ class Settings(BaseSettings):
                 "lower it or raise the global bound"
             )
         return self
+
+    def database_url_for_display(self) -> str:
+        """The database URL with any password masked, for logs and terminal output."""
+        return make_url(self.database_url).render_as_string(hide_password=True)
 
     def public_card_url(self, host: str | None = None, port: int | None = None) -> str:
         """The URL the agent card advertises: the configured one, else this server's own address."""

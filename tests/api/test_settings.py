@@ -58,3 +58,8 @@ def test_card_url() -> None:
         Settings(_env_file=None, card_url="https://green.example/x").public_card_url()
         == "https://green.example/x/"
     )
+
+
+def test_database_password_is_masked_for_display() -> None:
+    settings = Settings(_env_file=None, database_url="postgresql://user:secret@db:5432/x")
+    assert settings.database_url_for_display() == "postgresql+asyncpg://user:***@db:5432/x"
