@@ -20,8 +20,8 @@ from a2a.types import Artifact, Part, TaskState, TaskStatus
 
 from api.a2a.request import RequestError, parse_request
 from api.a2a.result import RESULT_ARTIFACT, result_data, result_summary
-from api.db.repository import CANCELLED, COMPLETED, AssessmentRecord
-from api.events import Lagged, StatusChanged, TrialDone
+from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord
+from api.events import Lagged, StatusChanged, Subscription, TrialDone
 from green_agent.config import ConfigError
 
 if TYPE_CHECKING:
@@ -100,20 +100,10 @@ class AssessmentExecutor(AgentExecutor):
         async with service.subscribe(record.id) as subscription:
             service.start(record)
             await updater.start_work(message=updater.new_agent_message([Part(text=intro)]))
-            async for event in subscription:
-                if isinstance(event, TrialDone):
-                    reward = "excluded" if event.reward is None else f"reward {event.reward:g}"
-                    text = (
-                        f"{event.trials_done}/{event.trials_total} trials done: task {event.task_id} "
-                        f"trial {event.trial} ended by {event.termination_reason}, {reward}."
-                    )
-                    await updater.update_status(
-                        TaskState.TASK_STATE_WORKING, message=updater.new_agent_message([Part(text=text)])
-                    )
-                elif (isinstance(event, StatusChanged) and event.status not in ("queued", "running")) or (
-                    isinstance(event, Lagged)
-                ):
-                    break
+            # Subscribed before starting, so no event is missed; an assessment that already ended (a replayed
+            # request) has nothing more to stream.
+            if not (await service.get(record.id)).finished:
+                await self._relay_progress(subscription, updater)
         final = await service.wait(record.id)
         if final.status == COMPLETED and final.report is not None:
             await updater.add_artifact(
@@ -132,6 +122,22 @@ class AssessmentExecutor(AgentExecutor):
             await updater.failed(
                 message=updater.new_agent_message([Part(text=f"Assessment failed: {reason}")])
             )
+
+    @staticmethod
+    async def _relay_progress(subscription: Subscription, updater: TaskUpdater) -> None:
+        """One working status update per finished trial, until the assessment ends."""
+        async for event in subscription:
+            if isinstance(event, TrialDone):
+                reward = "excluded" if event.reward is None else f"reward {event.reward:g}"
+                text = (
+                    f"{event.trials_done}/{event.trials_total} trials done: task {event.task_id} "
+                    f"trial {event.trial} ended by {event.termination_reason}, {reward}."
+                )
+                await updater.update_status(
+                    TaskState.TASK_STATE_WORKING, message=updater.new_agent_message([Part(text=text)])
+                )
+            elif isinstance(event, Lagged) or (isinstance(event, StatusChanged) and event.status in TERMINAL):
+                return
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id = context.task_id
