@@ -91,7 +91,7 @@ def report(options: Options, results: list[tuple[DatabaseKind, RunResult]]) -> N
         )
     print_table(
         f"Full assessment against the oracle, no latency (concurrency {options.concurrency}; green agent "
-        f"in-process via AssessmentService + SQL, oracle white agent in a child process; {cpu_count()} cores)",
+        f"in-process via AssessmentService + SQL, oracle in a child process; {cpu_count()} cores)",
         [
             "database",
             "trials",
@@ -118,10 +118,10 @@ def report(options: Options, results: list[tuple[DatabaseKind, RunResult]]) -> N
 def parse(argv: list[str] | None) -> Options:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
-    parser.add_argument("--num-tasks", type=int, default=None, help="first N tasks of the base split (all 114)")
+    parser.add_argument("--num-tasks", type=int, default=None, help="first N tasks (default all 114)")
     parser.add_argument("--trials", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--pg-url", default=DEFAULT_PG_URL, help="server + maintenance db for fresh databases")
+    parser.add_argument("--pg-url", default=DEFAULT_PG_URL, help="server + db for CREATE DATABASE")
     args = parser.parse_args(argv)
     databases: list[DatabaseKind] = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     return Options(databases, args.num_tasks, args.trials, args.concurrency, args.pg_url)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.db.engine import create_engine

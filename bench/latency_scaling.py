@@ -1,8 +1,9 @@
 """Benchmark 2: wall time against the ideal with simulated LLM latency, at several concurrencies.
 
 The oracle white agent (child process) sleeps `--agent-delay-s` (300 ms) before every reply; the scripted user
-sleeps `--user-delay-s` (200 ms) before every message. A trial's critical path is then its number of white-agent
-replies x 300 ms + its number of user messages x 200 ms, read from the stored transcripts. Two ideals:
+sleeps `--user-delay-s` (200 ms) before every message. A trial's critical path is then its number of
+white-agent replies x 300 ms + its number of user messages x 200 ms, read from the stored transcripts.
+Two ideals:
 
 * `sum / c`: the sum of critical paths divided by the concurrency (what the issue asks for);
 * `schedule`: the makespan of a zero-overhead engine running the same trials in the same order with `c`
@@ -156,8 +157,9 @@ def report(options: Options, points: list[Point]) -> None:
             ]
         )
     print_table(
-        f"Wall time against the ideal, white agent {1000 * options.agent_delay_s:.0f} ms per reply, scripted user "
-        f"{1000 * options.user_delay_s:.0f} ms per message ({options.database}; {cpu_count()} cores)",
+        f"Wall time against the ideal, white agent {1000 * options.agent_delay_s:.0f} ms per reply, "
+        f"scripted user {1000 * options.user_delay_s:.0f} ms per message "
+        f"({options.database}; {cpu_count()} cores)",
         [
             "concurrency",
             "trials (tasks x trials)",

@@ -12,34 +12,84 @@ import asyncio
 import contextlib
 import signal
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import get_args
+from typing import IO, Literal, get_args
 
 import uvloop
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from starlette.applications import Starlette
 
 from bench.procstats import cpu_seconds, peak_rss_bytes, rss_bytes
-from green_agent.reference_agents import ReferenceKind, serve_reference_agent
+from green_agent.reference_agents import (
+    ReferenceKind,
+    agent_card,
+    build_agent_app,
+    serve_app,
+    serve_reference_agent,
+)
+from green_agent.reference_agents.replies import Incoming, agent_message, call_parts
 from retail_domain import load_retail_data
 
 READY = "READY"
 START_TIMEOUT_S = 120.0
+IDLE_S = 86_400.0
+
+WhiteKind = Literal[ReferenceKind, "idle_after_call"]
+IDLE_AFTER_CALL = (
+    "Answers a conversation's first message with one read-only tool call, then never again: the trials it "
+    "holds are past their large opening message, as most live trials of a real assessment are."
+)
 
 
-async def _serve(kind: ReferenceKind, delay_s: float) -> None:
+class IdleAfterCallExecutor(AgentExecutor):
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        context_id = context.context_id or ""
+        if context_id in self._seen:
+            await asyncio.sleep(IDLE_S)
+        self._seen.add(context_id)
+        incoming = Incoming.of(context.message)
+        parts = call_parts(incoming.structured, "list_all_product_types", {})
+        await event_queue.enqueue_event(agent_message(parts, context.context_id))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        return None
+
+
+@contextlib.asynccontextmanager
+async def _serving(kind: WhiteKind, delay_s: float) -> AsyncIterator[str]:
+    if kind == "idle_after_call":
+
+        def app_for(url: str) -> Starlette:
+            card = agent_card(name="bench-idle-after-call", description=IDLE_AFTER_CALL, url=url)
+            return build_agent_app(IdleAfterCallExecutor(), card=card)
+
+        async with serve_app(app_for) as url:
+            yield url
+        return
     data = await asyncio.to_thread(load_retail_data)
+    async with serve_reference_agent(kind, data=data, delay_s=delay_s) as url:
+        yield url
+
+
+async def _serve(kind: WhiteKind, delay_s: float) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with serve_reference_agent(kind, data=data, delay_s=delay_s) as url:
+    async with _serving(kind, delay_s) as url:
         print(f"{READY} {url}", flush=True)
         await stop.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="serve one reference white agent for the benchmarks")
-    parser.add_argument("--kind", choices=get_args(ReferenceKind), default="oracle")
+    parser.add_argument("--kind", choices=[*get_args(ReferenceKind), "idle_after_call"], default="oracle")
     parser.add_argument("--delay-s", type=float, default=0.0, help="sleep before every reply (LLM latency)")
     args = parser.parse_args(argv)
     uvloop.run(_serve(args.kind, args.delay_s))
@@ -64,40 +114,51 @@ class WhiteAgentProcess:
 
 
 @contextlib.asynccontextmanager
-async def white_agent_process(kind: ReferenceKind = "oracle", delay_s: float = 0.0) -> AsyncIterator[
-    WhiteAgentProcess
-]:
-    """Start `python -m bench.white_agent` and yield it once it serves; terminate it afterwards."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bench.white_agent",
-        "--kind",
-        kind,
-        "--delay-s",
-        str(delay_s),
-        stdout=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert process.stdout is not None
-        async with asyncio.timeout(START_TIMEOUT_S):
-            while True:
-                line = (await process.stdout.readline()).decode()
-                if not line:
-                    raise RuntimeError(f"the {kind} white agent exited before serving (code {process.returncode})")
-                if line.startswith(READY):
-                    url = line.split()[1]
-                    break
-        yield WhiteAgentProcess(url=url.rstrip("/"), pid=process.pid)
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            try:
-                async with asyncio.timeout(10):
+async def white_agent_process(
+    kind: WhiteKind = "oracle", delay_s: float = 0.0
+) -> AsyncIterator[WhiteAgentProcess]:
+    """Start `python -m bench.white_agent` and yield it once it serves; terminate it afterwards.
+
+    Its stderr goes to a temporary file, shown only if it fails to start: an idle agent logs every request
+    it drops at shutdown, which is noise here."""
+    with tempfile.TemporaryFile() as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.white_agent",
+            "--kind",
+            kind,
+            "--delay-s",
+            str(delay_s),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log,
+        )
+        try:
+            url = await _wait_ready(process, kind, log)
+            yield WhiteAgentProcess(url=url.rstrip("/"), pid=process.pid)
+        finally:
+            if process.returncode is None:
+                process.terminate()
+                try:
+                    async with asyncio.timeout(10):
+                        await process.wait()
+                except TimeoutError:
+                    process.kill()
                     await process.wait()
-            except TimeoutError:
-                process.kill()
+
+
+async def _wait_ready(process: asyncio.subprocess.Process, kind: str, log: IO[bytes]) -> str:
+    assert process.stdout is not None
+    async with asyncio.timeout(START_TIMEOUT_S):
+        while True:
+            line = (await process.stdout.readline()).decode()
+            if line.startswith(READY):
+                return line.split()[1]
+            if not line:
                 await process.wait()
+                log.seek(0)
+                sys.stderr.write(log.read().decode(errors="replace")[-4000:])
+                raise RuntimeError(f"the {kind} white agent exited early (code {process.returncode})")
 
 
 if __name__ == "__main__":
