@@ -139,6 +139,7 @@ class Engine:
         planned = {(t, k) for k in range(config.trials) for t in task_ids}
         done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in planned}
         emit = on_event or _ignore
+        self._pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
         deps = self._deps(config, emit)
         assessment_bound = asyncio.Semaphore(config.concurrency)
         agent_bound = self._per_agent.setdefault(

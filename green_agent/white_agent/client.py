@@ -119,6 +119,10 @@ class WhiteAgentPool:
             self._cards[agent_url] = card
             return card
 
+    def forget_card(self, agent_url: str) -> None:
+        """Drop the cached card, so the next conversation fetches it afresh (once per assessment)."""
+        self._cards.pop(agent_url, None)
+
     async def _fetch_card(self, http: httpx.AsyncClient, agent_url: str) -> AgentCard:
         resolver = A2ACardResolver(http, agent_url)
         last: Exception | None = None

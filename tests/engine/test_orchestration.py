@@ -25,7 +25,7 @@ from green_agent.reference_agents import agent_card, serve_app, serve_reference_
 from green_agent.reference_agents.oracle import OracleExecutor
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
 from green_agent.user_simulator import SCRIPTED_OPENING
-from retail_domain import RetailData
+from retail_domain import TOOL_SCHEMAS, RetailData
 from tests.engine.conftest import Collector, engine_for, run
 from tests.support.agents import FunctionExecutor, serve_executor
 
@@ -280,3 +280,39 @@ async def test_agent_offering_only_the_rest_binding(data: RetailData) -> None:
     for result in events.results:
         assert result.termination_reason == "user_stop", result.error
         assert result.db_actual_hash == data.gold(result.task_id).db_hash
+
+
+async def test_what_the_white_agent_receives_in_each_dialect(data: RetailData) -> None:
+    lookup = {"email": "nobody@example.com"}
+
+    def answer(incoming: Incoming) -> list[Part]:
+        structured = incoming.structured
+        first = len(executor.received) == 1
+        return (
+            call_parts(structured, "find_user_id_by_email", lookup)
+            if first
+            else text_parts(structured, "Bye")
+        )
+
+    opening = SCRIPTED_OPENING.format(task_id="5")
+    for dialect in ("text", "structured"):
+        executor = always(answer)
+        async with serve_executor(executor) as url:
+            _, events = await run(data, AssessmentConfig(agent_url=url, tasks=ONE, dialect=dialect))
+        assert events.results[0].termination_reason == "user_stop"
+        first, second = executor.received
+        if dialect == "text":
+            assert first.data == ()
+            assert first.text.startswith(data.policy.rstrip("\n") + "\n")
+            assert json.dumps(list(TOOL_SCHEMAS), indent=2) in first.text
+            assert first.text.endswith("\n" + opening)
+            assert second.text == "Tool 'find_user_id_by_email' result: Error: User not found"
+        else:
+            (frame,) = first.data
+            assert frame["type"] == "session_start" and frame["policy"] == data.policy
+            assert frame["tools"] == list(TOOL_SCHEMAS)
+            assert first.text == opening
+            (results,) = second.data
+            (item,) = results["results"]
+            assert item["name"] == "find_user_id_by_email" and item["error"] is True
+            assert item["content"] == "Error: User not found" and item["tool_call_id"].startswith("call_")
