@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 AGENT_STOP_TOKEN = "###STOP###"
 """A white agent ends the conversation itself by including this in a text message (no tool calls)."""
 
+TRIAL_SEED_KEY = "tau2_trial_seed"
+"""Message metadata key carrying the trial seed (upstream passes it to the agent's LLM as `seed`)."""
+
 EventSink = Callable[[Any], Awaitable[None]]
 
 
@@ -126,6 +129,7 @@ class _Loop:
     ) -> None:
         self.spec, self.state, self.deps, self.conversation, self.env = spec, state, deps, conversation, env
         self.dialect = deps.choose_dialect(conversation)
+        conversation.metadata[TRIAL_SEED_KEY] = spec.seed  # upstream gives the agent's LLM the trial seed too
         self.user = deps.user.session(spec.task, spec.seed)
 
     async def record(self, role: Any, content: str | None, **extra: Any) -> None:

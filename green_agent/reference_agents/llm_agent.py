@@ -17,6 +17,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 
 from green_agent.llm import ChatLLM
+from green_agent.orchestrator import TRIAL_SEED_KEY
 from green_agent.reference_agents.replies import Incoming, agent_message
 
 SYSTEM_PROMPT = (
@@ -64,7 +65,10 @@ class LLMAgentExecutor(AgentExecutor):
         if incoming.text:
             session.messages.append({"role": "user", "content": incoming.text})
 
-        reply = await self._llm.complete(session.messages, tools=session.tools or None)
+        seed = incoming.metadata.get(TRIAL_SEED_KEY)
+        reply = await self._llm.complete(
+            session.messages, tools=session.tools or None, seed=int(seed) if seed is not None else None
+        )
         if session.structured and reply.tool_calls:
             calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
             session.messages.append(

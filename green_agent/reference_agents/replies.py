@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_message, new_text_part
@@ -19,12 +19,17 @@ class Incoming:
 
     text: str
     data: tuple[Any, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, message: Message | None) -> Incoming:
         if message is None:
             return cls(text="", data=())
-        return cls(text="\n".join(get_text_parts(message.parts)), data=tuple(get_data_parts(message.parts)))
+        return cls(
+            text="\n".join(get_text_parts(message.parts)),
+            data=tuple(get_data_parts(message.parts)),
+            metadata={key: message.metadata[key] for key in message.metadata},
+        )
 
     def frame(self, kind: str) -> dict[str, Any] | None:
         """The structured-dialect payload of this type (`session_start`, `tool_results`), if present."""

@@ -169,6 +169,8 @@ class Conversation:
     turn_timeout_s: float
     limits: ClientLimits
     context_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Sent with every message (the trial seed, for agents that want reproducible LLM calls)."""
     _open_task_id: str | None = None
     _seen_artifacts: set[str] = field(default_factory=set)
 
@@ -180,6 +182,7 @@ class Conversation:
             message_id=str(uuid.uuid4()),
             context_id=self.context_id,
             task_id=self._open_task_id,
+            metadata=self.metadata or None,
         )
         try:
             async with asyncio.timeout(self.turn_timeout_s):

@@ -212,3 +212,5 @@ async def test_llm_reference_agent_calls_tools_in_the_structured_dialect(data: R
     assert calls == [a.name for a in gold]
     # tool results went back with the ids the agent chose (the agent-LLM saw them as tool messages)
     assert len(agent_llm.requests) == len(gold) + 1
+    # the trial seed travels in the message metadata, and the llm agent hands it to its model
+    assert {body["seed"] for body in agent_llm.requests} == {626729}
