@@ -316,3 +316,28 @@ async def test_what_the_white_agent_receives_in_each_dialect(data: RetailData) -
             (item,) = results["results"]
             assert item["name"] == "find_user_id_by_email" and item["error"] is True
             assert item["content"] == "Error: User not found" and item["tool_call_id"].startswith("call_")
+
+
+async def test_empty_answers_and_failed_tasks_are_agent_errors(data: RetailData) -> None:
+    async def fail(incoming: Incoming, context: RequestContext, queue: EventQueue) -> None:
+        assert context.message is not None
+        task = new_task_from_user_message(context.message)
+        await queue.enqueue_event(task)
+        message = new_text_message("out of credits", context_id=task.context_id, task_id=task.id)
+        await TaskUpdater(queue, task.id, task.context_id).failed(message)
+
+    cases = [
+        (always([new_text_part("   ")]), "AgentProtocolError: the agent's answer was empty"),
+        (always(text_parts(False, "")), "AgentProtocolError: the agent's reply held neither"),
+        (
+            FunctionExecutor(fail),
+            "AgentProtocolError: the agent's task ended in state failed: out of credits",
+        ),
+    ]
+    for executor, expected in cases:
+        async with serve_executor(executor) as url:
+            report, events = await run(data, AssessmentConfig(agent_url=url, tasks=ONE))
+        (result,) = events.results
+        assert result.termination_reason == "agent_error" and result.reward == 0.0
+        assert result.error is not None and result.error.startswith(expected), result.error
+        assert report.avg_reward == 0.0
