@@ -72,6 +72,7 @@ class WhiteAgentPool:
     _slots: list[_Slot] = field(default_factory=list, init=False)
     _cards: dict[str, AgentCard] = field(default_factory=dict, init=False)
     _card_locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
+    _card_http: httpx.AsyncClient | None = field(default=None, init=False)
 
     def _new_slot(self) -> _Slot:
         limits = self.limits
@@ -114,8 +115,9 @@ class WhiteAgentPool:
         async with lock:
             if agent_url in self._cards:
                 return self._cards[agent_url]
-            http = (self._slots[0] if self._slots else self._new_slot()).http
-            card = await self._fetch_card(http, agent_url)
+            if self._card_http is None:  # its own client: card fetches never queue behind conversations
+                self._card_http = httpx.AsyncClient(timeout=self.limits.card_timeout_s)
+            card = await self._fetch_card(self._card_http, agent_url)
             self._cards[agent_url] = card
             return card
 
@@ -158,6 +160,9 @@ class WhiteAgentPool:
         for slot in self._slots:
             await slot.http.aclose()
         self._slots.clear()
+        if self._card_http is not None:
+            await self._card_http.aclose()
+            self._card_http = None
 
 
 @dataclass
