@@ -167,9 +167,9 @@ class AssessmentService:
         async def on_event(event: ProgressEvent) -> None:
             if isinstance(event, TrialFinished):
                 result = event.result
-                await self.repository.save_trial(assessment_id, result)
-                current = await self.repository.get(assessment_id)
-                done = current.trials_done if current is not None else 0
+                done = await self.repository.save_trial(assessment_id, result)
+                if done is None:  # already stored (cannot happen with `completed` honoured): not news
+                    return
                 self.hub.publish(
                     assessment_id,
                     TrialDone(

@@ -320,23 +320,26 @@ class AssessmentRepository:
                 )
             )
 
-    async def save_trial(self, assessment_id: str, result: TrialResult) -> bool:
+    async def save_trial(self, assessment_id: str, result: TrialResult) -> int | None:
         """Commit one finished trial with its transcript and verdicts, and refresh the progress count.
 
-        Returns False (and stores nothing) when that trial is already stored: a trial is never counted
-        twice."""
+        Returns the assessment's new count of stored trials, or None (storing nothing) when that trial is
+        already stored: a trial is never counted twice."""
         try:
             async with self._session() as session, session.begin():
                 session.add(_trial_row(assessment_id, result))
                 await session.flush()
-                await session.execute(
-                    update(AssessmentRow)
-                    .where(AssessmentRow.id == assessment_id)
-                    .values(trials_done=self._trials_done(assessment_id), updated_at=_now())
-                )
+                done = (
+                    await session.execute(
+                        update(AssessmentRow)
+                        .where(AssessmentRow.id == assessment_id)
+                        .values(trials_done=self._trials_done(assessment_id), updated_at=_now())
+                        .returning(AssessmentRow.trials_done)
+                    )
+                ).scalar_one()
         except IntegrityError:
-            return False
-        return True
+            return None
+        return int(done)
 
     @staticmethod
     def _trials_done(assessment_id: str) -> Any:

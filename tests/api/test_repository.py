@@ -89,9 +89,9 @@ async def test_trial_round_trip_and_no_double_count(repo: AssessmentRepository) 
     record, _ = await repo.create(new())
     await repo.mark_running(record.id)
     stored = trial("7", 0)
-    assert await repo.save_trial(record.id, stored)
-    assert not await repo.save_trial(record.id, stored)  # the same trial again is refused
-    assert await repo.save_trial(record.id, trial("7", 1, reward=None))
+    assert await repo.save_trial(record.id, stored) == 1
+    assert await repo.save_trial(record.id, stored) is None  # the same trial again is refused
+    assert await repo.save_trial(record.id, trial("7", 1, reward=None)) == 2
 
     current = await repo.get(record.id)
     assert current is not None and current.status == RUNNING and current.trials_done == 2
