@@ -145,29 +145,35 @@ class AssessmentService:
     ) -> None:
         assessment_id = record.id
         started = time.monotonic()
+
+        def clock() -> float:
+            # Time spent by earlier processes (up to their last committed trial) counts too.
+            return record.run_seconds + time.monotonic() - started
+
         try:
             await self.repository.mark_running(assessment_id)
             self._publish_status(assessment_id, RUNNING, len(completed), record.trials_total)
             report = await self._engine.run(
-                config, on_event=self._event_handler(assessment_id, record.trials_total), completed=completed
+                config,
+                on_event=self._event_handler(assessment_id, record.trials_total, clock),
+                completed=completed,
             )
         except asyncio.CancelledError:
             if assessment_id in self._cancel_requested:
-                await asyncio.shield(
-                    self._finish_cancelled(assessment_id, config, time.monotonic() - started)
-                )
+                await asyncio.shield(self._finish_cancelled(assessment_id, config, clock()))
             raise
         except Exception as exc:
             logger.exception("assessment %s failed", assessment_id)
             await self._finish(assessment_id, FAILED, error=f"{type(exc).__name__}: {exc}")
         else:
+            report = report.model_copy(update={"time_used_s": record.run_seconds + report.time_used_s})
             await self._finish(assessment_id, COMPLETED, report=report)
 
-    def _event_handler(self, assessment_id: str, trials_total: int) -> OnEvent:
+    def _event_handler(self, assessment_id: str, trials_total: int, clock: Callable[[], float]) -> OnEvent:
         async def on_event(event: ProgressEvent) -> None:
             if isinstance(event, TrialFinished):
                 result = event.result
-                done = await self.repository.save_trial(assessment_id, result)
+                done = await self.repository.save_trial(assessment_id, result, run_seconds=clock())
                 if done is None:  # already stored (cannot happen with `completed` honoured): not news
                     return
                 self.hub.publish(

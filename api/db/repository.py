@@ -63,6 +63,7 @@ class AssessmentRecord:
     warnings: list[str]
     trials_total: int
     trials_done: int
+    run_seconds: float
     report: AssessmentReport | None
     error: str | None
     created_at: datetime
@@ -124,6 +125,7 @@ def _record(row: AssessmentRow) -> AssessmentRecord:
         warnings=list(row.warnings),
         trials_total=row.trials_total,
         trials_done=row.trials_done,
+        run_seconds=row.run_seconds,
         report=AssessmentReport.model_validate(row.report) if row.report is not None else None,
         error=row.error,
         created_at=row.created_at,
@@ -229,6 +231,7 @@ class AssessmentRepository:
             warnings=list(new.warnings),
             trials_total=new.trials_total,
             trials_done=0,
+            run_seconds=0.0,
             report=None,
             error=None,
             created_at=now,
@@ -320,8 +323,11 @@ class AssessmentRepository:
                 )
             )
 
-    async def save_trial(self, assessment_id: str, result: TrialResult) -> int | None:
-        """Commit one finished trial with its transcript and verdicts, and refresh the progress count.
+    async def save_trial(
+        self, assessment_id: str, result: TrialResult, *, run_seconds: float | None = None
+    ) -> int | None:
+        """Commit one finished trial with its transcript and verdicts, and refresh the progress count (and the
+        accumulated running time, when given).
 
         Returns the assessment's new count of stored trials, or None (storing nothing) when that trial is
         already stored: a trial is never counted twice."""
@@ -329,11 +335,17 @@ class AssessmentRepository:
             async with self._session() as session, session.begin():
                 session.add(_trial_row(assessment_id, result))
                 await session.flush()
+                values: dict[str, Any] = {
+                    "trials_done": self._trials_done(assessment_id),
+                    "updated_at": _now(),
+                }
+                if run_seconds is not None:
+                    values["run_seconds"] = run_seconds
                 done = (
                     await session.execute(
                         update(AssessmentRow)
                         .where(AssessmentRow.id == assessment_id)
-                        .values(trials_done=self._trials_done(assessment_id), updated_at=_now())
+                        .values(**values)
                         .returning(AssessmentRow.trials_done)
                     )
                 ).scalar_one()

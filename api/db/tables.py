@@ -80,6 +80,9 @@ class AssessmentRow(Base):
     warnings: Mapped[list[Any]]
     trials_total: Mapped[int] = mapped_column(Integer)
     trials_done: Mapped[int] = mapped_column(Integer, default=0)
+    run_seconds: Mapped[float] = mapped_column(
+        Float, default=0.0, server_default="0", doc="Running time summed over every process that ran it."
+    )
     report: Mapped[dict[str, Any] | None]
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
