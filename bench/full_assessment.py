@@ -14,23 +14,27 @@ import argparse
 import asyncio
 import sys
 from dataclasses import dataclass
+from typing import Literal
 
 import uvloop
 
 from bench.harness import (
     DEFAULT_PG_URL,
-    DatabaseKind,
     RunResult,
     engine_settings,
     fresh_database,
     green_agent_service,
+    run_engine_only,
     run_measured,
 )
 from bench.procstats import cpu_count, mib, rss_bytes
 from bench.tables import print_table
 from bench.white_agent import white_agent_process
-from green_agent import AssessmentConfig, TaskSelection
+from green_agent import AssessmentConfig, Engine, TaskSelection
 from retail_domain import load_retail_data
+
+Storage = Literal["sqlite", "postgres", "none"]
+"""Where trials are stored: "none" runs the bare engine (no service, no SQL), to isolate the cost of SQL."""
 
 TARGET_S = 60.0
 """Target: the full 456-trial assessment with no latency in under a minute on a 2-core machine."""
@@ -38,34 +42,39 @@ TARGET_S = 60.0
 
 @dataclass
 class Options:
-    databases: list[DatabaseKind]
+    databases: list[Storage]
     num_tasks: int | None
     trials: int
     concurrency: int
     pg_url: str
 
 
-async def measure(options: Options) -> list[tuple[DatabaseKind, RunResult]]:
+async def measure(options: Options) -> list[tuple[Storage, RunResult]]:
     data = await asyncio.to_thread(load_retail_data)
-    results: list[tuple[DatabaseKind, RunResult]] = []
+    results: list[tuple[Storage, RunResult]] = []
     async with white_agent_process("oracle") as white:
+        config = AssessmentConfig(
+            agent_url=white.url,
+            tasks=TaskSelection(split="base", num_tasks=options.num_tasks),
+            trials=options.trials,
+            concurrency=options.concurrency,
+            user_model="scripted",
+        )
+        settings = engine_settings(options.concurrency)
         for kind in options.databases:
+            if kind == "none":
+                async with Engine(settings, data) as engine:
+                    results.append((kind, await run_engine_only(engine, config, white)))
+                continue
             async with (
                 fresh_database(kind, options.pg_url) as url,
-                green_agent_service(url, engine_settings(options.concurrency), data) as green,
+                green_agent_service(url, settings, data) as green,
             ):
-                config = AssessmentConfig(
-                    agent_url=white.url,
-                    tasks=TaskSelection(split="base", num_tasks=options.num_tasks),
-                    trials=options.trials,
-                    concurrency=options.concurrency,
-                    user_model="scripted",
-                )
                 results.append((kind, await run_measured(green, config, white)))
     return results
 
 
-def report(options: Options, results: list[tuple[DatabaseKind, RunResult]]) -> None:
+def report(options: Options, results: list[tuple[Storage, RunResult]]) -> None:
     rows = []
     for kind, r in results:
         turns = r.a2a_turns
@@ -93,7 +102,7 @@ def report(options: Options, results: list[tuple[DatabaseKind, RunResult]]) -> N
         f"Full assessment against the oracle, no latency (concurrency {options.concurrency}; green agent "
         f"in-process via AssessmentService + SQL, oracle in a child process; {cpu_count()} cores)",
         [
-            "database",
+            "storage",
             "trials",
             "A2A turns",
             "wall s",
@@ -117,13 +126,18 @@ def report(options: Options, results: list[tuple[DatabaseKind, RunResult]]) -> N
 
 def parse(argv: list[str] | None) -> Options:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument(
+        "--db",
+        choices=["sqlite", "postgres", "none", "both", "all"],
+        default="both",
+        help="both = sqlite + postgres; none = bare engine, nothing stored; all = the three",
+    )
     parser.add_argument("--num-tasks", type=int, default=None, help="first N tasks (default all 114)")
     parser.add_argument("--trials", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--pg-url", default=DEFAULT_PG_URL, help="server + db for CREATE DATABASE")
     args = parser.parse_args(argv)
-    databases: list[DatabaseKind] = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    databases: list[Storage] = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     return Options(databases, args.num_tasks, args.trials, args.concurrency, args.pg_url)
 
 

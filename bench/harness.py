@@ -15,7 +15,7 @@ import gc
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -35,7 +35,7 @@ from bench.procstats import (
     self_cpu_seconds,
 )
 from bench.white_agent import WhiteAgentProcess
-from green_agent import AssessmentConfig, Engine, EngineSettings, TrialResult
+from green_agent import AssessmentConfig, Engine, EngineSettings, TrialFinished, TrialResult
 from retail_domain import RetailData
 
 DatabaseKind = Literal["sqlite", "postgres"]
@@ -114,7 +114,6 @@ def user_turns(trial: TrialResult) -> int:
 
 @dataclass
 class RunResult:
-    status: str
     wall_s: float
     green_cpu_s: float
     white_cpu_s: float
@@ -138,20 +137,48 @@ class RunResult:
         return sum(rewards) / len(rewards) if rewards else None
 
 
-async def run_measured(green: GreenAgent, config: AssessmentConfig, white: WhiteAgentProcess) -> RunResult:
-    """Run one assessment through the service; measure wall time, both processes' CPU, the green peak RSS."""
+async def _measure(white: WhiteAgentProcess, run: Callable[[], Awaitable[list[TrialResult]]]) -> RunResult:
     await asyncio.to_thread(gc.collect)
     reset_peak_rss()
     rss_before = rss_bytes()
     cpu_before, white_before, machine_before = self_cpu_seconds(), white.cpu_seconds(), machine_busy_seconds()
     started = time.perf_counter()
-    record, _ = await green.service.create(config, source="bench")
-    final = await green.service.wait(record.id)
+    trials = await run()
     wall = time.perf_counter() - started
     cpu, white_cpu = self_cpu_seconds() - cpu_before, white.cpu_seconds() - white_before
     other = max(0.0, machine_busy_seconds() - machine_before - cpu - white_cpu)
-    peak = peak_rss_bytes()
-    trials = await green.repository.trial_results(record.id)
-    if final.status != "completed":
-        raise RuntimeError(f"assessment {record.id} ended {final.status}: {final.error}")
-    return RunResult(final.status, wall, cpu, white_cpu, rss_before, peak, other, trials)
+    return RunResult(wall, cpu, white_cpu, rss_before, peak_rss_bytes(), other, trials)
+
+
+async def run_measured(green: GreenAgent, config: AssessmentConfig, white: WhiteAgentProcess) -> RunResult:
+    """Run one assessment through the service (SQL included); measure wall time, both processes' CPU and the
+    green agent's peak RSS. The stored trials are read back after the clock stops."""
+    assessment_id = ""
+
+    async def run() -> list[TrialResult]:
+        nonlocal assessment_id
+        record, _ = await green.service.create(config, source="bench")
+        assessment_id = record.id
+        final = await green.service.wait(record.id)
+        if final.status != "completed":
+            raise RuntimeError(f"assessment {record.id} ended {final.status}: {final.error}")
+        return []
+
+    result = await _measure(white, run)
+    result.trials = await green.repository.trial_results(assessment_id)
+    return result
+
+
+async def run_engine_only(engine: Engine, config: AssessmentConfig, white: WhiteAgentProcess) -> RunResult:
+    """The same assessment on the bare engine, nothing stored: the difference to `run_measured` is SQL."""
+    trials: list[TrialResult] = []
+
+    async def collect(event: object) -> None:
+        if isinstance(event, TrialFinished):
+            trials.append(event.result)
+
+    async def run() -> list[TrialResult]:
+        await engine.run(config, on_event=collect)
+        return trials
+
+    return await _measure(white, run)

@@ -151,6 +151,7 @@ def report(options: Options, points: list[Point]) -> None:
                 f"{p.schedule_s:.1f}",
                 f"{p.schedule_s / r.wall_s:.3f}",
                 f"{r.green_cpu_s / r.wall_s:.2f}",
+                f"{(r.green_cpu_s + r.white_cpu_s) / p.schedule_s:.2f}",
                 f"{1000 * r.green_cpu_s / r.a2a_turns:.2f}",
                 f"{r.other_cores:.2f}",
                 f"{r.avg_reward:.3f}" if r.avg_reward is not None else "n/a",
@@ -171,11 +172,16 @@ def report(options: Options, points: list[Point]) -> None:
             "zero-overhead schedule s",
             "engine efficiency schedule / wall",
             "green cores busy",
+            "cores needed at ideal pace (green + white CPU / schedule)",
             "green CPU ms/turn",
             "other processes, cores busy",
             "avg reward",
         ],
         rows,
+    )
+    print(
+        f"On {cpu_count()} cores, a point whose 'cores needed' exceeds the cores left by other processes is "
+        "CPU-bound: its efficiency cannot pass (cores available) / (cores needed)."
     )
     print(
         f"target: efficiency above {TARGET_EFFICIENCY} at concurrency 128. Low-concurrency points run "
