@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection
@@ -214,3 +215,34 @@ async def test_llm_reference_agent_calls_tools_in_the_structured_dialect(data: R
     assert len(agent_llm.requests) == len(gold) + 1
     # the trial seed travels in the message metadata, and the llm agent hands it to its model
     assert {body["seed"] for body in agent_llm.requests} == {626729}
+
+
+async def test_operator_files_replace_the_built_in_guidelines_and_rubric(
+    data: RetailData, tmp_path: Path
+) -> None:
+    guidelines = tmp_path / "guidelines.md"
+    guidelines.write_text("Operator guidelines.\n", encoding="utf-8")
+    rubric = tmp_path / "rubric.md"
+    rubric.write_text("Operator rubric.", encoding="utf-8")
+
+    def both(body: dict[str, Any]) -> FakeReply:
+        if body["model"] == "judge":
+            return FakeReply('{"results": [{"index": 0, "metExpectation": true, "reasoning": "ok"}]}')
+        return FakeReply("###STOP###")
+
+    async with serve_fake_llm(both) as fake, serve_reference_agent("no_tools", data=data) as url:
+        settings = {
+            "user_models": {"u": LLMEndpoint(model="user", base_url=fake.base_url)},
+            "default_user_model": "u",
+            "judge": LLMEndpoint(model="judge", base_url=fake.base_url),
+            "user_guidelines_file": guidelines,
+            "judge_rubric_file": rubric,
+        }
+        _, events = await run(
+            data, AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["2"])), **settings
+        )
+    user_request, judge_request = fake.requests
+    assert user_request["messages"][0]["content"].startswith("Operator guidelines.\n\n\n<scenario>\n")
+    assert judge_request["messages"][0]["content"] == "Operator rubric."
+    (result,) = events.results
+    assert result.termination_reason == "user_stop" and result.nl_status == "judged"
