@@ -68,3 +68,21 @@ def machine_busy_seconds() -> float:
 
 def cpu_count() -> int:
     return len(os.sched_getaffinity(0))
+
+
+def calibration_ms() -> float:
+    """CPU milliseconds of a fixed pure-Python workload (JSON round trips), best of 5.
+
+    Printed with every table: CPU times measured while other processes share the cores come out inflated
+    (shared caches, hyperthread siblings), and this number shows by how much when compared across runs."""
+    import json
+    import time
+
+    payload = {"items": [{"id": f"#W{i:07d}", "price": i * 1.25, "tags": ["a", "b", str(i)]} for i in range(200)]}
+    best = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        for _ in range(100):
+            json.loads(json.dumps(payload, sort_keys=True))
+        best = min(best, time.process_time() - started)
+    return best * 1000

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+
+from bench.procstats import calibration_ms
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -16,4 +19,6 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     print(f"\n### {title}\n")
     print(markdown_table(headers, rows))
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\n(CPU calibration {calibration_ms():.0f} ms, lower is a quieter machine; load average {load})")
     print(flush=True)
