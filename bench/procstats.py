@@ -7,8 +7,10 @@ and is read from `/proc/<pid>/stat`, so the two never mix.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
+import time
 from pathlib import Path
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -75,10 +77,8 @@ def calibration_ms() -> float:
 
     Printed with every table: CPU times measured while other processes share the cores come out inflated
     (shared caches, hyperthread siblings), and this number shows by how much when compared across runs."""
-    import json
-    import time
-
-    payload = {"items": [{"id": f"#W{i:07d}", "price": i * 1.25, "tags": ["a", "b", str(i)]} for i in range(200)]}
+    items = [{"id": f"#W{i:07d}", "price": i * 1.25, "tags": ["a", "b", str(i)]} for i in range(200)]
+    payload = {"items": items}
     best = float("inf")
     for _ in range(5):
         started = time.process_time()
