@@ -4,6 +4,7 @@ so the assessment is stored in the database like any other."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -95,7 +96,12 @@ async def _assess(
         return EXIT_USAGE
     for warning in record.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
-    final = await _follow(runtime, record, console, quiet)
+    try:
+        final = await _follow(runtime, record, console, quiet)
+    except asyncio.CancelledError:
+        # Ctrl-C: a command-line run is over when its user stops it; a later `serve` must not resume it.
+        await asyncio.shield(runtime.service.cancel(record.id))
+        raise
     path = _write_report(final, output)
     if final.report is not None:
         console.print(report_table(final, final.report))
