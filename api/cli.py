@@ -59,7 +59,7 @@ def _add_assessment_options(parser: argparse.ArgumentParser, *, demo: bool) -> N
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="green-agent", description=__doc__.splitlines()[0] if __doc__ else None
+        prog="green-agent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
