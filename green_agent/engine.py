@@ -14,11 +14,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings, LLMEndpoint
+from green_agent.errors import AgentError
 from green_agent.judge import Judge
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
@@ -140,7 +141,8 @@ class Engine:
         done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in planned}
         emit = on_event or _ignore
         self._pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
-        deps = self._deps(config, emit)
+        card_error = await self._card_error(config.agent_url)
+        deps = self._deps(config, emit, card_error)
         assessment_bound = asyncio.Semaphore(config.concurrency)
         agent_bound = self._per_agent.setdefault(
             config.agent_url, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
@@ -174,10 +176,21 @@ class Engine:
         every = sorted([*done.values(), *results], key=lambda r: order[(r.task_id, r.trial)])
         return compute_report(config, every, time.monotonic() - clock)
 
-    def _deps(self, config: AssessmentConfig, emit: EventHandler) -> TrialDeps:
+    async def _card_error(self, agent_url: str) -> AgentError | None:
+        """Fetch the card once up front (with its retries): when the agent cannot even be reached, every trial
+        fails at once with that reason instead of each retrying the connection in turn."""
+        try:
+            await self._pool.card(agent_url)
+        except AgentError as exc:
+            return exc
+        return None
+
+    def _deps(self, config: AssessmentConfig, emit: EventHandler, card_error: AgentError | None) -> TrialDeps:
         turn_timeout = config.turn_timeout_s or self.settings.turn_timeout_s
 
         def open_conversation() -> contextlib.AbstractAsyncContextManager[Conversation]:
+            if card_error is not None:
+                return _failing(card_error)
             return self._pool.conversation(config.agent_url, turn_timeout_s=turn_timeout)
 
         def choose_dialect(conversation: Conversation) -> Dialect:
@@ -201,3 +214,9 @@ class Engine:
 
 async def _ignore(event: Any) -> None:
     return None
+
+
+@contextlib.asynccontextmanager
+async def _failing(error: AgentError) -> AsyncIterator[Conversation]:
+    raise type(error)(str(error))
+    yield  # an async generator, so that this is a context manager

@@ -99,6 +99,11 @@ async def test_agent_error_reasons_are_stored(data: RetailData) -> None:
     async with serve_reference_agent("timeout", data=data) as url:
         _, timeout = await run(data, AssessmentConfig(agent_url=url, tasks=one, turn_timeout_s=0.3))
     _, unreachable = await run(data, AssessmentConfig(agent_url="http://127.0.0.1:9", tasks=one))
+    # an agent that cannot be reached fails every trial at once, not one connection retry cycle per trial
+    started = time.monotonic()
+    report, _ = await run(data, AssessmentConfig(agent_url="http://127.0.0.1:9", trials=4, concurrency=2))
+    assert report.termination_counts == {"agent_error": 456}
+    assert time.monotonic() - started < 15
 
     for events, expected in (
         (garbage, "AgentProtocolError"),
