@@ -6,8 +6,8 @@ Foreign exceptions (httpx, a2a-sdk, openai) are translated where they enter: in 
     EngineError
     ├── AgentError                  the white agent failed: the trial ends as `agent_error`, reward 0
     │   ├── AgentTimeoutError       no reply within the turn timeout
-    │   ├── AgentUnreachableError   the message could not be delivered (connection refused, card not found)
-    │   └── AgentProtocolError      HTTP or A2A error, failed/rejected task, empty or malformed answer
+    │   ├── AgentUnreachableError   nothing could be delivered (connection refused or never opened)
+    │   └── AgentProtocolError      HTTP or A2A error, bad card, failed task, empty or malformed answer
     └── InfrastructureError         our own dependency failed: `infrastructure_error`, excluded from metrics
         └── LLMError                the user-simulator or judge LLM kept failing after its retries
 
