@@ -4,6 +4,7 @@ client, the REST binding, and cancel."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -186,3 +187,22 @@ async def test_rest_binding_and_cancel(green_url: str, http: httpx.AsyncClient, 
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
     rest = (await http.get(f"{green_url}assessments/{assessment_id}")).json()
     assert rest["status"] == "cancelled"
+
+
+async def test_cancel_over_rest_cancels_the_a2a_task(
+    green_url: str, http: httpx.AsyncClient, idle_url: str
+) -> None:
+    client = await a2a_client(green_url, http, streaming=False)
+    text = agentbeats(idle_url, num_tasks=2)
+    (first,) = [r async for r in client.send_message(request(text, return_immediately=True))]
+    page = await poll(
+        http, f"{green_url}assessments", lambda b: b["count"] == 1 and b["data"][0]["status"] == "running"
+    )
+    cancelled = await http.post(f"{green_url}assessments/{page['data'][0]['id']}/cancel")
+    assert cancelled.json()["status"] == "cancelled"
+    for _ in range(100):
+        task = await client.get_task(GetTaskRequest(id=first.task.id))
+        if task.status.state == TaskState.TASK_STATE_CANCELED:
+            break
+        await asyncio.sleep(0.05)
+    assert task.status.state == TaskState.TASK_STATE_CANCELED
