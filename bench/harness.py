@@ -51,6 +51,8 @@ async def fresh_database(kind: DatabaseKind, pg_url: str = DEFAULT_PG_URL) -> As
         with tempfile.TemporaryDirectory(prefix="green-bench-") as tmp:
             yield f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
         return
+    if kind != "postgres":
+        raise ValueError(f"unknown database kind {kind!r}; use sqlite or postgres")
     name = f"green_bench_{uuid.uuid4().hex[:12]}"
     admin = await asyncpg.connect(pg_url)
     try:
@@ -94,13 +96,18 @@ async def green_agent_service(
         await database.dispose()
 
 
-def engine_settings(concurrency: int, *, user_delay_s: float = 0.0) -> EngineSettings:
+def engine_settings(
+    concurrency: int, *, user_delay_s: float = 0.0, conversations_per_client: int | None = None
+) -> EngineSettings:
     """Bounds wide enough that `concurrency` (the assessment's own) is the one that binds."""
-    return EngineSettings(
+    settings = EngineSettings(
         max_concurrent_trials=max(64, concurrency),
         max_concurrent_per_agent=max(32, concurrency),
         scripted_user_delay_s=user_delay_s,
     )
+    if conversations_per_client is None:
+        return settings
+    return settings.model_copy(update={"conversations_per_client": conversations_per_client})
 
 
 def a2a_sends(trial: TrialResult) -> int:
