@@ -57,7 +57,8 @@ async def measure(options: Options) -> list[tuple[Storage, RunResult]]:
     # row measures the same work; the one-time cost is printed on its own.
     started = time.process_time()
     await asyncio.to_thread(lambda: [data.gold(task_id) for task_id in data.tasks])
-    print(f"gold replay of all {len(data.tasks)} tasks, once per process: {time.process_time() - started:.2f} s CPU")
+    gold_s = time.process_time() - started
+    print(f"gold replay of all {len(data.tasks)} tasks, once per process: {gold_s:.2f} s CPU")
     results: list[tuple[Storage, RunResult]] = []
     async with white_agent_process("oracle") as white:
         config = AssessmentConfig(
