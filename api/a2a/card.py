@@ -27,6 +27,7 @@ def build_agent_card(public_url: str) -> AgentCard:
             "assertions, several trials per task with pass^k. Send the AgentBeats request as JSON text."
         ),
         version=__version__,
+        documentation_url=base + "/docs",
         supported_interfaces=[
             AgentInterface(url=base + JSONRPC_PATH, protocol_binding="JSONRPC", protocol_version="1.0"),
             AgentInterface(url=base + REST_PREFIX, protocol_binding="HTTP+JSON", protocol_version="1.0"),
