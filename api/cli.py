@@ -14,14 +14,13 @@ import argparse
 import asyncio
 import logging
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from api.settings import Settings
+from api.settings import DEFAULT_DATABASE_URL, Settings
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -78,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="assess the built-in oracle agent (no configuration needed)")
     _add_assessment_options(demo, demo=True)
-    demo.add_argument("--database-url", help="default: a SQLite file in a temporary directory")
+    demo.add_argument("--database-url", help="default: the embedded SQLite file ./green_agent.db")
 
     commands.add_parser("replay", help="gold replay tooling (retail_domain.replay)", add_help=False)
 
@@ -167,22 +166,24 @@ def _run(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from api.cli_run import run_demo
 
-    with tempfile.TemporaryDirectory(prefix="green-agent-demo-") as tmp:
-        database_url = args.database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'demo.db'}"
-        # The demo ignores the operator's LLM settings: it must work on a fresh machine with nothing set.
-        settings = Settings(
-            database_url=database_url, default_user_model="scripted", user_models={}, judge_model=None
+    # The embedded default database, so `green-agent serve` afterwards shows the demo's assessment over REST.
+    # The demo ignores the operator's LLM settings: it must work on a fresh machine with nothing set.
+    settings = Settings(
+        database_url=args.database_url or DEFAULT_DATABASE_URL,
+        default_user_model="scripted",
+        user_models={},
+        judge_model=None,
+    )
+    return asyncio.run(
+        run_demo(
+            settings,
+            trials=args.trials,
+            num_tasks=args.num_tasks,
+            concurrency=args.concurrency,
+            output=args.output,
+            quiet=args.quiet,
         )
-        return asyncio.run(
-            run_demo(
-                settings,
-                trials=args.trials,
-                num_tasks=args.num_tasks,
-                concurrency=args.concurrency,
-                output=args.output,
-                quiet=args.quiet,
-            )
-        )
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -108,6 +108,13 @@ class TrialsPage(BaseModel):
     offset: int
 
 
+class LeaderboardResult(BaseModel):
+    """An AgentBeats results file: the participants and one Result DataPart per assessment."""
+
+    participants: dict[str, str]
+    results: list[dict[str, Any]]
+
+
 class Health(BaseModel):
     status: str
 

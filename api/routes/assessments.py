@@ -6,9 +6,10 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, HTTPException, Query, Response, status
 
+from api.a2a.result import result_data
 from api.db.repository import IdempotencyConflict
 from api.deps import RepositoryDep, ServiceDep
-from api.schemas import AssessmentPublic, AssessmentsPage
+from api.schemas import AssessmentPublic, AssessmentsPage, LeaderboardResult
 from api.service import AssessmentNotFound
 from green_agent.config import AssessmentConfig, ConfigError
 
@@ -96,3 +97,28 @@ async def cancel_assessment(assessment_id: str, service: ServiceDep) -> Assessme
         return AssessmentPublic.from_record(await service.cancel(assessment_id))
     except AssessmentNotFound as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+
+
+@router.get(
+    "/{assessment_id}/leaderboard",
+    response_model=LeaderboardResult,
+    summary="The assessment as an AgentBeats leaderboard results file",
+    responses={409: {"description": "The assessment has no report yet."}},
+)
+async def leaderboard_result(assessment_id: str, service: ServiceDep) -> LeaderboardResult:
+    """`{"participants": {"agent": ...}, "results": [<the Result DataPart>]}`: the shape AgentBeats
+    leaderboard repositories keep under results/ and query with DuckDB. The participant is the white agent's
+    URL; a leaderboard pipeline replaces it with its own agent id."""
+    try:
+        record = await service.get(assessment_id)
+    except AssessmentNotFound as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    if record.report is None:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            f"assessment {assessment_id} is {record.status} and has no report yet; "
+            "retry when it has completed (or been cancelled)",
+        )
+    return LeaderboardResult(
+        participants={"agent": record.agent_url}, results=[result_data(record, record.report)]
+    )

@@ -106,6 +106,14 @@ async def test_lifecycle_with_idempotency_and_sse(client: httpx.AsyncClient, ora
     assert report["trials_total"] == 6 and report["num_tasks"] == 3 and report["avg_reward"] == 1.0
     assert set(report["pass_hat_k"]) == {"1", "2"}
 
+    leaderboard = (await client.get(f"/assessments/{assessment_id}/leaderboard")).json()
+    assert leaderboard["participants"] == {"agent": done["agent_url"]}
+    [result] = leaderboard["results"]
+    assert result["domain"] == "retail" and result["assessment_id"] == assessment_id
+    # Task 2 carries an NL assertion and this service has no judge: not judged, so not in the score.
+    assert result["task_rewards"] == {"0": 1.0, "1": 1.0} and result["excluded"]["not_judged"] == 2
+    assert (result["score"], result["max_score"], result["pass_rate"]) == (2.0, 2, 100.0)
+
     trials = (await client.get(f"/assessments/{assessment_id}/trials")).json()
     assert trials["count"] == 6
     assert {(t["task_id"], t["trial"]) for t in trials["data"]} == {(t, k) for t in "012" for k in (0, 1)}
@@ -131,6 +139,8 @@ async def test_cancel_running_assessment(client: httpx.AsyncClient, idle_url: st
     )
     assessment_id = created.json()["id"]
     await poll(client, f"/assessments/{assessment_id}", lambda b: b["status"] == "running")
+    not_yet = await client.get(f"/assessments/{assessment_id}/leaderboard")
+    assert not_yet.status_code == 409 and "no report yet" in not_yet.text
     cancelled = await client.post(f"/assessments/{assessment_id}/cancel")
     assert cancelled.status_code == 200
     assert cancelled.json()["status"] == "cancelled" and cancelled.json()["finished_at"]
@@ -140,7 +150,12 @@ async def test_cancel_running_assessment(client: httpx.AsyncClient, idle_url: st
 
 
 async def test_unknown_assessment_is_404(client: httpx.AsyncClient) -> None:
-    for path in ("/assessments/nope", "/assessments/nope/trials", "/assessments/nope/events"):
+    for path in (
+        "/assessments/nope",
+        "/assessments/nope/trials",
+        "/assessments/nope/events",
+        "/assessments/nope/leaderboard",
+    ):
         response = await client.get(path)
         assert response.status_code == 404 and "nope" in response.text
     assert (await client.post("/assessments/nope/cancel")).status_code == 404
