@@ -19,7 +19,8 @@ from a2a.server.routes import (
     create_rest_routes,
 )
 from a2a.server.tasks import DatabaseTaskStore
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, status
+from fastapi.responses import JSONResponse
 
 from api import __version__
 from api.a2a.card import JSONRPC_PATH, REST_PREFIX, build_agent_card
@@ -27,6 +28,7 @@ from api.a2a.executor import AssessmentExecutor
 from api.db.engine import create_engine
 from api.routes import assessments, events, health, trials
 from api.runtime import open_runtime, resume
+from api.service import AssessmentNotFound
 from api.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -71,6 +73,11 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.runtime = None
+
+    @app.exception_handler(AssessmentNotFound)
+    async def _not_found(request: Request, exc: AssessmentNotFound) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
+
     app.include_router(health.router)
     app.include_router(assessments.router)
     app.include_router(trials.router)

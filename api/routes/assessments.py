@@ -10,7 +10,6 @@ from api.a2a.result import result_data
 from api.db.repository import IdempotencyConflict
 from api.deps import RepositoryDep, ServiceDep
 from api.schemas import AssessmentPublic, AssessmentsPage, LeaderboardResult
-from api.service import AssessmentNotFound
 from green_agent.config import AssessmentConfig, ConfigError
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])
@@ -73,10 +72,7 @@ async def list_assessments(
 
 @router.get("/{assessment_id}", response_model=AssessmentPublic, summary="One assessment")
 async def get_assessment(assessment_id: str, service: ServiceDep) -> AssessmentPublic:
-    try:
-        return AssessmentPublic.from_record(await service.get(assessment_id))
-    except AssessmentNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    return AssessmentPublic.from_record(await service.get(assessment_id))
 
 
 @router.post(
@@ -86,17 +82,14 @@ async def get_assessment(assessment_id: str, service: ServiceDep) -> AssessmentP
     responses={409: {"description": "The assessment had already finished."}},
 )
 async def cancel_assessment(assessment_id: str, service: ServiceDep) -> AssessmentPublic:
-    try:
-        before = await service.get(assessment_id)
-        if before.finished:
-            raise HTTPException(
-                status.HTTP_409_CONFLICT,
-                f"assessment {assessment_id} is already {before.status}; only queued or running "
-                "assessments can be cancelled",
-            )
-        return AssessmentPublic.from_record(await service.cancel(assessment_id))
-    except AssessmentNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    before = await service.get(assessment_id)
+    if before.finished:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            f"assessment {assessment_id} is already {before.status}; only queued or running "
+            "assessments can be cancelled",
+        )
+    return AssessmentPublic.from_record(await service.cancel(assessment_id))
 
 
 @router.get(
@@ -109,10 +102,7 @@ async def leaderboard_result(assessment_id: str, service: ServiceDep) -> Leaderb
     """`{"participants": {"agent": ...}, "results": [<the Result DataPart>]}`: the shape AgentBeats
     leaderboard repositories keep under results/ and query with DuckDB. The participant is the white agent's
     URL; a leaderboard pipeline replaces it with its own agent id."""
-    try:
-        record = await service.get(assessment_id)
-    except AssessmentNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    record = await service.get(assessment_id)
     if record.report is None:
         raise HTTPException(
             status.HTTP_409_CONFLICT,

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.db.repository import TERMINAL
 from api.deps import ServiceDep
 from api.events import Lagged, StatusChanged
-from api.service import AssessmentNotFound
 
 router = APIRouter(prefix="/assessments/{assessment_id}/events", tags=["events"])
 
@@ -27,10 +26,7 @@ router = APIRouter(prefix="/assessments/{assessment_id}/events", tags=["events"]
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def assessment_events(assessment_id: str, service: ServiceDep) -> EventSourceResponse:
-    try:
-        await service.get(assessment_id)
-    except AssessmentNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    await service.get(assessment_id)  # unknown ids are 404 before the stream starts
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
         async with service.subscribe(assessment_id) as subscription:
