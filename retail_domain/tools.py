@@ -153,6 +153,20 @@ class RetailTools:
         method: Entity = self.db.user_for_write(user_id)["payment_methods"][payment_method_id]
         return method
 
+    def _credit_gift_card(self, user_id: str, payment_method_id: str, amount: Any) -> None:
+        """Add `amount` (negative to charge) to a gift card's balance, rounded to cents as upstream does."""
+        method = self._writable_payment_method(user_id, payment_method_id)
+        method["balance"] += amount
+        method["balance"] = round(method["balance"], 2)
+
+    @staticmethod
+    def _check_item_counts(order: Entity, item_ids: list[str], missing: str) -> None:
+        """Each id may be named at most as often as the order holds it; `missing` formats the error."""
+        all_item_ids = [item["item_id"] for item in order["items"]]
+        for item_id in item_ids:
+            if item_ids.count(item_id) > all_item_ids.count(item_id):
+                raise ValueError(missing.format(item_id=item_id))
+
     @staticmethod
     def _is_gift_card(method: Entity) -> bool:
         return bool(method["source"] == "gift_card")
@@ -181,9 +195,7 @@ class RetailTools:
             user = self._get_user(order["user_id"])
             method = self._get_payment_method(user["user_id"], payment_id)
             if self._is_gift_card(method):  # gift-card refunds are immediate
-                method = self._writable_payment_method(user["user_id"], payment_id)
-                method["balance"] += payment["amount"]
-                method["balance"] = round(method["balance"], 2)
+                self._credit_gift_card(user["user_id"], payment_id, payment["amount"])
         order = self.db.order_for_write(order_id)
         order["status"] = "cancelled"
         order["cancel_reason"] = reason
@@ -196,10 +208,7 @@ class RetailTools:
         order = self._get_order(order_id)
         if order["status"] != "delivered":
             raise ValueError("Non-delivered order cannot be exchanged")
-        all_item_ids = [item["item_id"] for item in order["items"]]
-        for item_id in item_ids:
-            if item_ids.count(item_id) > all_item_ids.count(item_id):
-                raise ValueError(f"Number of {item_id} not found.")
+        self._check_item_counts(order, item_ids, "Number of {item_id} not found.")
         if len(item_ids) != len(new_item_ids):
             raise ValueError("The number of items to be exchanged should match.")
         diff_price: Any = 0
@@ -274,10 +283,7 @@ class RetailTools:
         order = self._get_order(order_id)
         if order["status"] != "pending":
             raise ValueError("Non-pending order cannot be modified")
-        all_item_ids = [item["item_id"] for item in order["items"]]
-        for item_id in item_ids:
-            if item_ids.count(item_id) > all_item_ids.count(item_id):
-                raise ValueError(f"{item_id} not found")
+        self._check_item_counts(order, item_ids, "{item_id} not found")
         if len(item_ids) != len(new_item_ids):
             raise ValueError("The number of items to be exchanged should match")
         diff_price: Any = 0  # upstream never rounds this: float noise reaches the payment history
@@ -300,9 +306,7 @@ class RetailTools:
             _payment("payment" if diff_price > 0 else "refund", abs(diff_price), payment_method_id)
         )
         if self._is_gift_card(method):
-            method = self._writable_payment_method(order["user_id"], payment_method_id)
-            method["balance"] -= diff_price
-            method["balance"] = round(method["balance"], 2)
+            self._credit_gift_card(order["user_id"], payment_method_id, -diff_price)
         for item_id, new_item_id in zip(item_ids, new_item_ids, strict=False):
             item = next((item for item in order["items"] if item["item_id"] == item_id), None)
             if item is None:
@@ -334,14 +338,10 @@ class RetailTools:
             [_payment("payment", amount, payment_method_id), _payment("refund", amount, old_method_id)]
         )
         if self._is_gift_card(method):
-            method = self._writable_payment_method(order["user_id"], payment_method_id)
-            method["balance"] -= amount
-            method["balance"] = round(method["balance"], 2)
+            self._credit_gift_card(order["user_id"], payment_method_id, -amount)
         old_method = self._get_payment_method(order["user_id"], old_method_id)
         if self._is_gift_card(old_method):
-            old_method = self._writable_payment_method(order["user_id"], old_method_id)
-            old_method["balance"] += amount
-            old_method["balance"] = round(old_method["balance"], 2)
+            self._credit_gift_card(order["user_id"], old_method_id, amount)
         return order
 
     def modify_user_address(
@@ -368,10 +368,7 @@ class RetailTools:
             and payment_method_id != order["payment_history"][0]["payment_method_id"]
         ):
             raise ValueError("Payment method should be the original payment method")
-        all_item_ids = [item["item_id"] for item in order["items"]]
-        for item_id in item_ids:
-            if item_ids.count(item_id) > all_item_ids.count(item_id):
-                raise ValueError("Some item not found")
+        self._check_item_counts(order, item_ids, "Some item not found")
         order = self.db.order_for_write(order_id)
         order["status"] = "return requested"
         order["return_items"] = sorted(item_ids)
