@@ -49,6 +49,7 @@ class Options:
     concurrency: int
     pg_url: str
     conversations_per_client: int | None
+    loop: str
 
 
 async def measure(options: Options) -> list[tuple[Storage, RunResult]]:
@@ -112,7 +113,7 @@ def report(options: Options, results: list[tuple[Storage, RunResult]]) -> None:
         )
     print_table(
         f"Full assessment against the oracle, no latency (concurrency {options.concurrency}"
-        f"{cpc}; green agent "
+        f"{cpc}; {options.loop}; green agent "
         f"in-process via AssessmentService + SQL, oracle in a child process; {cpu_count()} cores)",
         [
             "storage",
@@ -154,17 +155,30 @@ def parse(argv: list[str] | None) -> Options:
         type=int,
         help="EngineSettings.conversations_per_client (white-agent conversations per httpx client)",
     )
+    parser.add_argument(
+        "--loop",
+        choices=["uvloop", "asyncio"],
+        default="uvloop",
+        help="event loop of the green agent (green-agent serve uses uvloop, green-agent run asyncio's)",
+    )
     args = parser.parse_args(argv)
     groups: dict[str, list[Storage]] = {"both": ["sqlite", "postgres"], "all": ["sqlite", "postgres", "none"]}
     databases = groups.get(args.db, [args.db])
     return Options(
-        databases, args.num_tasks, args.trials, args.concurrency, args.pg_url, args.conversations_per_client
+        databases,
+        args.num_tasks,
+        args.trials,
+        args.concurrency,
+        args.pg_url,
+        args.conversations_per_client,
+        args.loop,
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     options = parse(argv)
-    results = uvloop.run(measure(options))
+    runner = uvloop.run if options.loop == "uvloop" else asyncio.run
+    results = runner(measure(options))
     report(options, results)
     print(f"(benchmark process RSS at exit: {mib(rss_bytes())} MiB)")
     return 0
