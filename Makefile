@@ -23,8 +23,9 @@ test: $(BIN)/.installed
 	$(BIN)/mypy
 	$(BIN)/pytest
 
+# What the service costs (docs/benchmarks.md); `make bench` is the quick sizes, ~2 minutes.
 bench: $(BIN)/.installed
-	$(BIN)/python -m bench.domain_bench
+	$(BIN)/python -m bench.run_all --quick
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
