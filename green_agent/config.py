@@ -74,7 +74,7 @@ class EngineSettings(BaseModel):
         description="Per-turn delay of the scripted user (simulates LLM latency in benchmarks).",
     )
     conversations_per_client: int = Field(
-        default=8,
+        default=4,
         ge=1,
         le=256,
         description="White-agent conversations sharing one HTTP client (httpcore slows down with many).",
