@@ -12,7 +12,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
+
+from a2a.types import Part
 
 from green_agent.errors import AgentError, AgentProtocolError, InfrastructureError
 from green_agent.judge import Judge
@@ -159,9 +162,13 @@ class _Loop:
         user_text, done = await self.user_says(GREETING)
         if done:
             return done
-        parts = self.dialect.opening(policy=self.deps.data.policy, tools=self.deps.tools, user_text=user_text)
+        # The next message is composed only as it is sent, so that while its answer is awaited (most of a
+        # trial's life) nothing here holds it: the opening alone is ~24 KB (policy + tool schemas).
+        compose: Callable[[], list[Part]] = partial(
+            self.dialect.opening, policy=self.deps.data.policy, tools=self.deps.tools, user_text=user_text
+        )
         while True:
-            reply = self.dialect.parse(await self.conversation.send(parts))
+            reply = self.dialect.parse(await self.conversation.send(compose()))
             position = len(self.state.transcript)
             self.state.warnings.extend(f"message {position}: {w}" for w in reply.warnings)
             text = reply.text or ""
@@ -180,14 +187,14 @@ class _Loop:
                 outcomes = await self.execute(calls)
                 if done := self.after_step(None):
                     return done
-                parts = self.dialect.tool_results(outcomes)
+                compose = partial(self.dialect.tool_results, outcomes)
                 continue
             if done := self.after_step(TerminationReason.AGENT_STOP if AGENT_STOP_TOKEN in text else None):
                 return done
             user_text, done = await self.user_says(text)
             if done:
                 return done
-            parts = self.dialect.user_turn(user_text)
+            compose = partial(self.dialect.user_turn, user_text)
 
     async def execute(self, calls: list[ToolCallRecord]) -> list[ToolOutcome]:
         outcomes = []

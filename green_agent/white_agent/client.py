@@ -197,18 +197,26 @@ class Conversation:
     _seen_artifacts: set[str] = field(default_factory=set)
 
     async def send(self, parts: list[Part]) -> AgentReply:
-        """Send one message and wait for the answer; raises `AgentError` on any failure."""
-        message = Message(
-            role=Role.ROLE_USER,
-            parts=parts,
-            message_id=str(uuid.uuid4()),
-            context_id=self.context_id,
-            task_id=self._open_task_id,
-            metadata=self.metadata or None,
+        """Send one message and wait for the answer; raises `AgentError` on any failure.
+
+        The caller should hand over `parts` without keeping them (`send(compose())`): the request built here
+        holds a copy, and `parts` is dropped before the answer is awaited, so a waiting trial holds its
+        message once (plus what the SDK keeps of it), not three times.
+        """
+        request = SendMessageRequest(
+            message=Message(
+                role=Role.ROLE_USER,
+                parts=parts,
+                message_id=str(uuid.uuid4()),
+                context_id=self.context_id,
+                task_id=self._open_task_id,
+                metadata=self.metadata or None,
+            )
         )
+        del parts
         try:
             async with asyncio.timeout(self.turn_timeout_s):
-                reply = await self._exchange(message)
+                reply = await self._exchange(request)
         except (TimeoutError, A2AClientTimeoutError, httpx.TimeoutException) as exc:
             raise AgentTimeoutError(f"no reply within the turn timeout of {self.turn_timeout_s:g}s") from exc
         except AgentError:
@@ -219,22 +227,24 @@ class Conversation:
             raise AgentProtocolError("the agent's answer was empty (no text and no data)")
         return reply
 
-    async def _exchange(self, message: Message) -> AgentReply:
+    async def _exchange(self, request: SendMessageRequest) -> AgentReply:
+        # The same request object is re-sent: the SDK holds it during the call anyway, so keeping it for a
+        # retry costs no extra copy.
         last: Exception | None = None
         for attempt in range(self.limits.connect_retries + 1):
             if attempt:
                 await asyncio.sleep(self.limits.retry_backoff_s * 2 ** (attempt - 1))
             try:
-                return await self._send_once(message)
+                return await self._send_once(request)
             except (A2AError, httpx.HTTPError) as exc:
                 if not _never_delivered(exc):
                     raise
                 last = exc
         raise AgentUnreachableError(f"could not connect to the agent: {_describe(last)}")
 
-    async def _send_once(self, message: Message) -> AgentReply:
+    async def _send_once(self, request: SendMessageRequest) -> AgentReply:
         final: Any = None
-        async for event in self.client.send_message(SendMessageRequest(message=message)):
+        async for event in self.client.send_message(request):
             final = event
         if final is None:
             raise AgentProtocolError("the agent sent no response")

@@ -1,15 +1,28 @@
-"""The white-agent pool's resources: HTTP clients and what they share."""
+"""The white-agent pool's resources: HTTP clients, what they share, and what a waiting trial holds."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import gc
 import ssl
+import weakref
+from typing import Any
 
 import httpx
+import pytest
+from a2a.server.agent_execution import RequestContext
+from a2a.server.events import EventQueue
+from a2a.types import Part
 
+from green_agent import AssessmentConfig, TaskSelection
 from green_agent.reference_agents import serve_reference_agent
+from green_agent.reference_agents.replies import Incoming
 from green_agent.white_agent.client import ClientLimits, WhiteAgentPool
+from green_agent.white_agent.text_dialect import TextDialect
 from retail_domain import RetailData
+from tests.engine.conftest import engine_for
+from tests.support.agents import FunctionExecutor, serve_executor
 
 
 def _ssl_context_of(client: httpx.AsyncClient) -> ssl.SSLContext:
@@ -40,3 +53,41 @@ def test_default_conversations_per_client_is_small() -> None:
     from green_agent import EngineSettings
 
     assert ClientLimits().conversations_per_client == EngineSettings().conversations_per_client == 4
+
+
+class _TrackedParts(list):  # type: ignore[type-arg]
+    """A list that can be weakly referenced, to see when the engine lets go of a sent message."""
+
+
+async def test_sent_message_is_not_held_while_its_answer_is_awaited(
+    data: RetailData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The opening message (policy + tools, ~24 KB) must not stay referenced by the orchestrator or the
+    conversation while a trial waits for the agent: with 1,000 live trials that is ~24 MB per copy."""
+    sent: list[weakref.ReferenceType[_TrackedParts]] = []
+    original = TextDialect.opening
+
+    def tracked_opening(self: TextDialect, **kwargs: Any) -> list[Part]:
+        parts = _TrackedParts(original(self, **kwargs))
+        sent.append(weakref.ref(parts))
+        return parts
+
+    monkeypatch.setattr(TextDialect, "opening", tracked_opening)
+    received = asyncio.Event()
+
+    async def hold(incoming: Incoming, context: RequestContext, queue: EventQueue) -> None:
+        received.set()
+        await asyncio.Event().wait()  # never answers: the trial stays waiting on its first message
+
+    async with serve_executor(FunctionExecutor(hold)) as url, engine_for(data) as engine:
+        config = AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["0"]))
+        running = asyncio.create_task(engine.run(config))
+        try:
+            await asyncio.wait_for(received.wait(), 10)
+            gc.collect()
+            assert len(sent) == 1
+            assert sent[0]() is None, "the sent parts are still referenced while the answer is awaited"
+        finally:
+            running.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await running
