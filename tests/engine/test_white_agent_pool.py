@@ -55,7 +55,7 @@ def test_default_conversations_per_client_is_small() -> None:
     assert ClientLimits().conversations_per_client == EngineSettings().conversations_per_client == 4
 
 
-class _TrackedParts(list):  # type: ignore[type-arg]
+class _TrackedParts(list[Part]):
     """A list that can be weakly referenced, to see when the engine lets go of a sent message."""
 
 
