@@ -18,7 +18,9 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from api.db.repository import (
     CANCELLED,
@@ -30,17 +32,57 @@ from api.db.repository import (
     NewAssessment,
 )
 from api.events import ProgressHub, StatusChanged, Subscription, TrialDone
-from green_agent.config import AssessmentConfig, ConfigError
+from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.metrics import compute_report
 from green_agent.models import AssessmentReport, ProgressEvent, TrialFinished, TrialResult
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 OnEvent = Callable[[ProgressEvent], Awaitable[None]]
+
+# Waits before retrying a write that failed for a reason that may pass (a lock timeout, a dropped
+# connection, a database restarting). A trial whose storage still fails after these stops its assessment,
+# which then ends `failed` with the error stored: a trial is never silently lost.
+STORE_RETRY_DELAYS_S = (0.5, 2.0, 8.0)
+_TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError, OSError)
+
+
+async def _with_retries(what: str, write: Callable[[], Awaitable[T]]) -> T:
+    for delay in STORE_RETRY_DELAYS_S:
+        try:
+            return await write()
+        except _TRANSIENT_DB_ERRORS as exc:
+            logger.warning("%s failed (%s: %s); retrying in %.1f s", what, type(exc).__name__, exc, delay)
+            await asyncio.sleep(delay)
+    return await write()
+
+
+def concurrency_warnings(config: AssessmentConfig, settings: EngineSettings) -> list[str]:
+    """Say so when the operator's bounds run fewer trials at once than the assessment asks for."""
+    bounds = [
+        (
+            settings.max_concurrent_per_agent,
+            "max_concurrent_per_agent",
+            "per white agent, shared by its assessments",
+        ),
+        (settings.max_concurrent_trials, "max_concurrent_trials", "for the whole service"),
+    ]
+    capping = [(limit, name, scope) for limit, name, scope in bounds if limit < config.concurrency]
+    if not capping:
+        return []
+    effective = min(limit for limit, _, _ in capping)
+    caps = "; ".join(
+        f"the operator's {name} is {limit} ({scope}; env GREEN_AGENT_{name.upper()})"
+        for limit, name, scope in capping
+    )
+    return [f"concurrency {config.concurrency} was asked but at most {effective} trials run at once: {caps}"]
 
 
 class AssessmentEngine(Protocol):
     """What the service needs from `green_agent.engine.Engine`."""
+
+    settings: EngineSettings
 
     def validate(self, config: AssessmentConfig) -> list[str]:
         """The selected task ids; raises ConfigError saying what to change."""
@@ -100,7 +142,7 @@ class AssessmentService:
                 agent_url=config.agent_url,
                 trials_total=len(task_ids) * config.trials,
                 source=source,
-                warnings=list(notes),
+                warnings=[*notes, *concurrency_warnings(config, self._engine.settings)],
                 idempotency_key=idempotency_key,
                 a2a_task_id=a2a_task_id,
                 a2a_context_id=a2a_context_id,
@@ -173,7 +215,10 @@ class AssessmentService:
         async def on_event(event: ProgressEvent) -> None:
             if isinstance(event, TrialFinished):
                 result = event.result
-                done = await self.repository.save_trial(assessment_id, result, run_seconds=clock())
+                done = await _with_retries(
+                    f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}",
+                    lambda: self.repository.save_trial(assessment_id, result, run_seconds=clock()),
+                )
                 if done is None:  # already stored (cannot happen with `completed` honoured): not news
                     return
                 self.hub.publish(
@@ -207,7 +252,22 @@ class AssessmentService:
         report: AssessmentReport | None = None,
         error: str | None = None,
     ) -> None:
-        record = await self.repository.finish(assessment_id, status, report=report, error=error)
+        try:
+            record = await _with_retries(
+                f"marking assessment {assessment_id} {status}",
+                lambda: self.repository.finish(assessment_id, status, report=report, error=error),
+            )
+        except Exception:
+            # The database is gone for good: the assessment stays unfinished in storage, with every trial
+            # stored so far, and the next start resumes it. Say so loudly rather than dropping it.
+            logger.exception(
+                "could not mark assessment %s %s (error: %s); "
+                "it stays unfinished and is resumed at the next start",
+                assessment_id,
+                status,
+                error,
+            )
+            return
         if record is None:
             return
         for listener in self.finish_listeners:

@@ -24,6 +24,12 @@ from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./green_agent.db"
 
+
+def _engine_default(name: str) -> Any:
+    # The engine owns the defaults of its settings; the operator's Settings only expose them.
+    return EngineSettings.model_fields[name].default
+
+
 # Driver-less URLs people copy from elsewhere, mapped to the async drivers this service ships with.
 _URL_SCHEMES = {
     "sqlite": "sqlite+aiosqlite",
@@ -94,18 +100,37 @@ class Settings(BaseSettings):
     judge_model: ModelSpec | None = Field(
         default=None, description='NL-assertion judge as JSON ({"model": "gpt-4.1"}); unset = not judged.'
     )
-    max_concurrent_trials: int = Field(default=64, ge=1, le=4096)
-    max_concurrent_per_agent: int = Field(default=32, ge=1, le=4096)
-    turn_timeout_s: float = Field(default=300.0, gt=0, le=3600)
-    llm_timeout_s: float = Field(default=120.0, gt=0, le=3600)
-    llm_max_retries: int = Field(default=3, ge=0, le=20)
-    llm_retry_backoff_s: float = Field(default=1.0, ge=0, le=600)
-    conversations_per_client: int = Field(
-        default=16, ge=1, le=256, description="White-agent conversations sharing one HTTP client."
+    max_concurrent_trials: int = Field(
+        default=_engine_default("max_concurrent_trials"),
+        ge=1,
+        le=4096,
+        description="Trials running at once, all assessments together.",
     )
-    user_guidelines_file: Path | None = None
-    judge_rubric_file: Path | None = None
-    normalize_ids: bool = False
+    max_concurrent_per_agent: int = Field(
+        default=_engine_default("max_concurrent_per_agent"),
+        ge=1,
+        le=4096,
+        description="Trials running at once per white agent; an assessment asking for more is told so.",
+    )
+    turn_timeout_s: float = Field(default=_engine_default("turn_timeout_s"), gt=0, le=3600)
+    llm_timeout_s: float = Field(default=_engine_default("llm_timeout_s"), gt=0, le=3600)
+    llm_max_retries: int = Field(default=_engine_default("llm_max_retries"), ge=0, le=20)
+    llm_retry_backoff_s: float = Field(default=_engine_default("llm_retry_backoff_s"), ge=0, le=600)
+    conversations_per_client: int = Field(
+        default=_engine_default("conversations_per_client"),
+        ge=1,
+        le=256,
+        description="White-agent conversations sharing one HTTP client.",
+    )
+    scripted_user_delay_s: float = Field(
+        default=_engine_default("scripted_user_delay_s"),
+        ge=0,
+        le=60,
+        description="Pause of the scripted user before each message (simulates an LLM user; benchmarks).",
+    )
+    user_guidelines_file: Path | None = _engine_default("user_guidelines_file")
+    judge_rubric_file: Path | None = _engine_default("judge_rubric_file")
+    normalize_ids: bool = _engine_default("normalize_ids")
     card_url: str | None = Field(
         default=None, description="Public URL the agent card advertises; None = http://<host>:<port>/."
     )
@@ -199,6 +224,7 @@ class Settings(BaseSettings):
             llm_max_retries=self.llm_max_retries,
             llm_retry_backoff_s=self.llm_retry_backoff_s,
             conversations_per_client=self.conversations_per_client,
+            scripted_user_delay_s=self.scripted_user_delay_s,
             user_guidelines_file=self.user_guidelines_file,
             judge_rubric_file=self.judge_rubric_file,
             normalize_ids=self.normalize_ids,

@@ -1,28 +1,44 @@
-"""The async SQLAlchemy engine: one per process, created by the runtime and disposed with it."""
+"""The async SQLAlchemy engine: one per process, created by the runtime and disposed with it.
+
+SQLite allows one writer at a time for the whole file. The repository queues its own writes in-process (see
+`AssessmentRepository`); what is set here covers the rest: WAL so readers (REST, SSE) never wait for a
+writer, and a busy timeout so a write that meets another one (the SDK's task store, another process) waits
+for the lock instead of failing at once with "database is locked".
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-
-def _sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:
-    # WAL lets readers (REST, SSE) proceed while a trial commits; foreign keys make the cascades real;
-    # busy_timeout absorbs the short write overlaps between the service and the SDK's task store.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
+SQLITE_BUSY_TIMEOUT_S = 60.0
+"""How long a SQLite write waits for the file's write lock before giving up."""
 
 
-def create_engine(database_url: str) -> AsyncEngine:
+def _sqlite_pragmas(busy_timeout_s: float) -> Callable[[Any, Any], None]:
+    def on_connect(dbapi_connection: Any, connection_record: Any) -> None:
+        # WAL lets readers proceed while a trial commits; synchronous=NORMAL is durable across a crash of
+        # the process with WAL (only an OS crash can lose the last commits) and saves an fsync per commit;
+        # foreign keys make the cascades real.
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        cursor.close()
+
+    return on_connect
+
+
+def create_engine(database_url: str, *, sqlite_busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S) -> AsyncEngine:
     """An engine for `database_url` (already normalized to an async driver by Settings)."""
     if database_url.startswith("sqlite"):
-        engine = create_async_engine(database_url, connect_args={"timeout": 30})
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        # The driver's own `timeout` and the PRAGMA are the same SQLite busy timeout; both are set so no
+        # connection ever runs with the driver's 5 s default, whatever opened it.
+        engine = create_async_engine(database_url, connect_args={"timeout": sqlite_busy_timeout_s})
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas(sqlite_busy_timeout_s))
         return engine
     return create_async_engine(database_url, pool_size=10, max_overflow=20, pool_pre_ping=True)

@@ -6,14 +6,17 @@ frozen snapshot of one assessments row; SQLAlchemy rows never leave this module.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import Table, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
@@ -155,43 +158,62 @@ def _trial_result(row: TrialRow) -> TrialResult:
     return TrialResult.model_validate(data)
 
 
-def _trial_row(assessment_id: str, result: TrialResult) -> TrialRow:
+def _trial_values(assessment_id: str, result: TrialResult) -> dict[str, Any]:
     detail = result.model_dump(mode="json", exclude=_SPLIT_FIELDS)
-    row = TrialRow(
-        assessment_id=assessment_id,
-        task_id=result.task_id,
-        trial=result.trial,
-        seed=result.seed,
-        termination_reason=str(result.termination_reason),
-        reward=result.reward,
-        is_successful=result.is_successful,
-        nl_status=result.nl_status,
-        signals=detail["signals"],
-        detail=detail,
-        error=result.error,
-        steps=result.steps,
-        started_at=result.started_at,
-        finished_at=result.finished_at,
-    )
-    row.messages = [
-        TranscriptMessageRow(
-            index=m.index,
-            role=m.role,
-            content=m.content,
-            tool_calls=[c.model_dump(mode="json") for c in m.tool_calls]
+    return {
+        "assessment_id": assessment_id,
+        "task_id": result.task_id,
+        "trial": result.trial,
+        "seed": result.seed,
+        "termination_reason": str(result.termination_reason),
+        "reward": result.reward,
+        "is_successful": result.is_successful,
+        "nl_status": result.nl_status,
+        "signals": detail["signals"],
+        "detail": detail,
+        "error": result.error,
+        "steps": result.steps,
+        "started_at": result.started_at,
+        "finished_at": result.finished_at,
+    }
+
+
+def _message_values(trial_id: int, result: TrialResult) -> list[dict[str, Any]]:
+    # Plain dicts for one executemany: a trial has tens of messages, and one ORM object each cost more CPU
+    # than the rest of the trial's storage together.
+    return [
+        {
+            "trial_id": trial_id,
+            "index": m.index,
+            "role": m.role,
+            "content": m.content,
+            "tool_calls": [c.model_dump(mode="json") for c in m.tool_calls]
             if m.tool_calls is not None
             else None,
-            tool_call_id=m.tool_call_id,
-            error=m.error,
-            timestamp=m.timestamp,
-        )
+            "tool_call_id": m.tool_call_id,
+            "error": m.error,
+            "timestamp": m.timestamp,
+        }
         for m in result.transcript
     ]
-    row.verdicts = [
-        NLVerdictRow(index=v.index, assertion=v.assertion, passed=v.passed, reason=v.reason)
+
+
+def _verdict_values(trial_id: int, result: TrialResult) -> list[dict[str, Any]]:
+    return [
+        {
+            "trial_id": trial_id,
+            "index": v.index,
+            "assertion": v.assertion,
+            "passed": v.passed,
+            "reason": v.reason,
+        }
         for v in result.nl_verdicts
     ]
-    return row
+
+
+_TRIALS = cast(Table, TrialRow.__table__)
+_MESSAGES = cast(Table, TranscriptMessageRow.__table__)
+_VERDICTS = cast(Table, NLVerdictRow.__table__)
 
 
 class AssessmentRepository:
@@ -200,6 +222,20 @@ class AssessmentRepository:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        # SQLite has one write lock for the whole file. Concurrent write transactions from this process
+        # would each take a pooled connection and sleep in SQLite's busy handler, which is unfair and, on a
+        # loaded machine, outlasted the busy timeout ("database is locked"); queueing them here instead
+        # makes writers wait their turn, in order. Readers are not queued (WAL). PostgreSQL needs none.
+        self._write_lock = asyncio.Lock() if engine.dialect.name == "sqlite" else None
+
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        """Held around every write transaction."""
+        if self._write_lock is None:
+            yield
+            return
+        async with self._write_lock:
+            yield
 
     def _session(self) -> AsyncSession:
         return self._sessions()
@@ -240,7 +276,7 @@ class AssessmentRepository:
             updated_at=now,
         )
         try:
-            async with self._session() as session, session.begin():
+            async with self._writing(), self._session() as session, session.begin():
                 session.add(row)
         except IntegrityError:
             # Two requests with the same key raced; the other one won the unique constraint.
@@ -312,7 +348,7 @@ class AssessmentRepository:
 
     async def mark_running(self, assessment_id: str) -> None:
         now = _now()
-        async with self._session() as session, session.begin():
+        async with self._writing(), self._session() as session, session.begin():
             await session.execute(
                 update(AssessmentRow)
                 .where(AssessmentRow.id == assessment_id, AssessmentRow.status.in_(UNFINISHED))
@@ -331,18 +367,27 @@ class AssessmentRepository:
 
         Returns the assessment's new count of stored trials, or None (storing nothing) when that trial is
         already stored: a trial is never counted twice."""
+        trial_values = _trial_values(assessment_id, result)
         try:
-            async with self._session() as session, session.begin():
-                session.add(_trial_row(assessment_id, result))
-                await session.flush()
+            async with self._writing(), self._engine.begin() as connection:
+                trial_id = (
+                    await connection.execute(insert(_TRIALS).values(trial_values).returning(_TRIALS.c.id))
+                ).scalar_one()
+                if result.transcript:
+                    await connection.execute(insert(_MESSAGES), _message_values(trial_id, result))
+                if result.nl_verdicts:
+                    await connection.execute(insert(_VERDICTS), _verdict_values(trial_id, result))
+                # An increment, not a COUNT: under PostgreSQL's READ COMMITTED a concurrent commit's trial is
+                # invisible to this statement's COUNT, but the increment is applied to the row's latest
+                # version. The unique trial key guarantees one increment per stored trial.
                 values: dict[str, Any] = {
-                    "trials_done": self._trials_done(assessment_id),
+                    "trials_done": AssessmentRow.trials_done + 1,
                     "updated_at": _now(),
                 }
                 if run_seconds is not None:
                     values["run_seconds"] = run_seconds
                 done = (
-                    await session.execute(
+                    await connection.execute(
                         update(AssessmentRow)
                         .where(AssessmentRow.id == assessment_id)
                         .values(**values)
@@ -350,8 +395,23 @@ class AssessmentRepository:
                     )
                 ).scalar_one()
         except IntegrityError:
-            return None
+            # Only the unique (assessment, task, trial) constraint means "already stored"; any other
+            # violation (e.g. an unknown assessment) is a real failure and must not pass as a duplicate.
+            if await self._trial_stored(assessment_id, result.task_id, result.trial):
+                return None
+            raise
         return int(done)
+
+    async def _trial_stored(self, assessment_id: str, task_id: str, trial: int) -> bool:
+        async with self._engine.connect() as connection:
+            found = await connection.execute(
+                select(_TRIALS.c.id).where(
+                    _TRIALS.c.assessment_id == assessment_id,
+                    _TRIALS.c.task_id == task_id,
+                    _TRIALS.c.trial == trial,
+                )
+            )
+            return found.first() is not None
 
     @staticmethod
     def _trials_done(assessment_id: str) -> Any:
@@ -374,7 +434,7 @@ class AssessmentRepository:
         if status not in TERMINAL:
             raise ValueError(f"{status!r} is not a terminal status")
         now = _now()
-        async with self._session() as session, session.begin():
+        async with self._writing(), self._session() as session, session.begin():
             await session.execute(
                 update(AssessmentRow)
                 .where(AssessmentRow.id == assessment_id, AssessmentRow.status.in_(UNFINISHED))

@@ -183,3 +183,24 @@ async def test_sse_progress_arrives_while_the_assessment_runs(
     assert seen[0] == "status" and seen.count("trial_finished") == 4 - first_status["trials_done"]
     assert seen.count("trial_started") >= 3
     assert "turn_taken" in seen and seen[-1] == "status"
+
+
+async def test_concurrency_above_the_operator_bounds_is_reported(database_url: str, idle_url: str) -> None:
+    async with (
+        serve_green(database_url, max_concurrent_trials=48, max_concurrent_per_agent=16) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        body = {"agent_url": idle_url, "tasks": {"task_ids": ["0"]}}
+        capped = (await http.post("/assessments", json={**body, "concurrency": 128})).json()
+        per_agent = (await http.post("/assessments", json={**body, "concurrency": 20})).json()
+        within = (await http.post("/assessments", json={**body, "concurrency": 16})).json()
+
+        [warning] = (await http.get(f"/assessments/{capped['id']}")).json()["warnings"]
+        assert "concurrency 128 was asked but at most 16 trials run at once" in warning
+        assert "max_concurrent_per_agent is 16" in warning and "max_concurrent_trials is 48" in warning
+        assert "GREEN_AGENT_MAX_CONCURRENT_PER_AGENT" in warning
+        [warning] = per_agent["warnings"]
+        assert "at most 16" in warning and "max_concurrent_trials" not in warning
+        assert within["warnings"] == []
+        for created in (capped, per_agent, within):
+            assert (await http.post(f"/assessments/{created['id']}/cancel")).status_code == 200

@@ -3,7 +3,9 @@ earlier process left behind keeps its stored trials and its accumulated running 
 
 from __future__ import annotations
 
-from api.db.repository import COMPLETED
+from sqlalchemy import text
+
+from api.db.repository import COMPLETED, FAILED
 from api.runtime import open_runtime
 from green_agent.config import AssessmentConfig, TaskSelection
 from tests.api.servers import green_settings
@@ -33,3 +35,40 @@ async def test_resume_keeps_stored_trials_and_running_time(database_url: str, or
     assert final.report.time_used_s >= 100.0
     assert [(t.task_id, t.trial) for t in trials] == [("0", 0), ("1", 0)]
     assert trials[0] == stored  # kept as stored, not re-run
+
+
+async def test_a_trial_that_cannot_be_stored_fails_the_assessment_visibly(
+    database_url: str, oracle_url: str
+) -> None:
+    """The database itself refuses every trial (a trigger, a real database error): the run stops and the
+    assessment ends `failed` with the database's message, instead of the trial vanishing."""
+    async with open_runtime(green_settings(database_url)) as runtime:
+        async with runtime.database.begin() as connection:
+            if connection.dialect.name == "sqlite":
+                await connection.execute(
+                    text(
+                        "CREATE TRIGGER refuse_trials BEFORE INSERT ON trials "
+                        "BEGIN SELECT RAISE(ABORT, 'disk quota exceeded'); END"
+                    )
+                )
+            else:
+                await connection.execute(
+                    text(
+                        "CREATE FUNCTION refuse_trials() RETURNS trigger LANGUAGE plpgsql AS "
+                        "$$ BEGIN RAISE EXCEPTION 'disk quota exceeded'; END $$"
+                    )
+                )
+                await connection.execute(
+                    text(
+                        "CREATE TRIGGER refuse_trials BEFORE INSERT ON trials "
+                        "FOR EACH ROW EXECUTE FUNCTION refuse_trials()"
+                    )
+                )
+        record, _ = await runtime.service.create(
+            AssessmentConfig(agent_url=oracle_url, tasks=TaskSelection(task_ids=["0", "1"])), source="rest"
+        )
+        final = await runtime.service.wait(record.id)
+
+    assert final.status == FAILED
+    assert final.error is not None and "disk quota exceeded" in final.error
+    assert final.trials_done == 0

@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from api.settings import Settings
+from green_agent.config import EngineSettings
 
 
 def test_defaults_run_with_zero_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,3 +64,24 @@ def test_card_url() -> None:
 def test_database_password_is_masked_for_display() -> None:
     settings = Settings(_env_file=None, database_url="postgresql://user:secret@db:5432/x")
     assert settings.database_url_for_display() == "postgresql+asyncpg://user:***@db:5432/x"
+
+
+def test_every_engine_setting_is_exposed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Operator-facing names that differ from the engine's; every other EngineSettings field keeps its name.
+    renamed = {"judge": "judge_model"}
+    exposed = set(Settings.model_fields)
+    missing = [f for f in EngineSettings.model_fields if renamed.get(f, f) not in exposed]
+    assert missing == []
+    # The defaults are the engine's own.
+    settings = Settings(_env_file=None)
+    assert settings.engine_settings() == EngineSettings()
+
+    monkeypatch.setenv("GREEN_AGENT_SCRIPTED_USER_DELAY_S", "0.2")
+    monkeypatch.setenv("GREEN_AGENT_CONVERSATIONS_PER_CLIENT", "4")
+    monkeypatch.setenv("GREEN_AGENT_MAX_CONCURRENT_TRIALS", "256")
+    monkeypatch.setenv("GREEN_AGENT_MAX_CONCURRENT_PER_AGENT", "128")
+    monkeypatch.setenv("GREEN_AGENT_NORMALIZE_IDS", "true")
+    engine = Settings(_env_file=None).engine_settings()
+    assert engine.scripted_user_delay_s == 0.2 and engine.conversations_per_client == 4
+    assert (engine.max_concurrent_trials, engine.max_concurrent_per_agent) == (256, 128)
+    assert engine.normalize_ids is True
