@@ -209,6 +209,7 @@ class Engine:
             judge=self._judge,
             normalize_ids=self.settings.normalize_ids,
             emit=emit,
+            turn_events=emit is not _ignore,
         )
 
 

@@ -65,6 +65,8 @@ class TrialDeps:
     judge: Judge | None
     normalize_ids: bool
     emit: EventSink
+    turn_events: bool = True
+    """False when nobody listens: then no `TurnTaken` is built per message."""
 
 
 @dataclass
@@ -138,6 +140,8 @@ class _Loop:
     async def record(self, role: Any, content: str | None, **extra: Any) -> None:
         message = TranscriptMessage(index=len(self.state.transcript), role=role, content=content, **extra)
         self.state.transcript.append(message)
+        if not self.deps.turn_events:
+            return
         try:
             await self.deps.emit(TurnTaken(task_id=self.spec.task.id, trial=self.spec.trial, message=message))
         except Exception as exc:

@@ -63,6 +63,17 @@ class _Slot:
     http: httpx.AsyncClient
     factory: ClientFactory
     active: int = 0
+    clients: dict[str, tuple[AgentCard, Client]] = field(default_factory=dict)
+    """One a2a client per agent, shared by the slot's conversations: it keeps no per-call state (the context
+    id travels in each message), and building one per trial cost CPU and memory for nothing."""
+
+    def client_for(self, agent_url: str, card: AgentCard) -> Client:
+        cached = self.clients.get(agent_url)
+        if cached is not None and cached[0] is card:
+            return cached[1]
+        client = self.factory.create(card)  # a new or re-fetched card: conversations still open keep the old
+        self.clients[agent_url] = (card, client)
+        return client
 
 
 @dataclass
@@ -166,7 +177,7 @@ class WhiteAgentPool:
         slot = self._acquire_slot()
         try:
             try:
-                client = slot.factory.create(card)
+                client = slot.client_for(agent_url, card)
             except ValueError as exc:
                 raise AgentProtocolError(f"the agent card offers no usable transport: {exc}") from exc
             yield Conversation(client=client, card=card, turn_timeout_s=turn_timeout_s, limits=self.limits)

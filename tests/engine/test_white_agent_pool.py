@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.helpers import new_text_part
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import Part
@@ -91,3 +92,27 @@ async def test_sent_message_is_not_held_while_its_answer_is_awaited(
             running.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await running
+
+
+async def test_conversations_of_a_client_share_one_a2a_client_until_the_card_changes(
+    data: RetailData,
+) -> None:
+    """An a2a client keeps no per-conversation state, so one per pooled HTTP client and agent card is enough
+    (one per trial cost ~0.1 ms and a few KiB each); a re-fetched card must get a client of its own."""
+    pool = WhiteAgentPool(ClientLimits(conversations_per_client=4))
+    try:
+        async with serve_reference_agent("oracle", data=data) as url:
+            async with (
+                pool.conversation(url, turn_timeout_s=10) as first,
+                pool.conversation(url, turn_timeout_s=10) as second,
+            ):
+                assert first.client is second.client
+                assert first.context_id != second.context_id
+            pool.forget_card(url)
+            async with pool.conversation(url, turn_timeout_s=10) as third:
+                assert third.card is not first.card
+                assert third.client is not first.client
+                reply = await third.send([new_text_part("hello")])
+                assert reply.text or reply.data
+    finally:
+        await pool.aclose()
