@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, func, insert, select, text, update
+from sqlalchemy import Float, Table, bindparam, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
-from api.db.tables import AssessmentRow, NLVerdictRow, TranscriptMessageRow, TrialRow
+from api.db.tables import AssessmentRow, NLVerdictRow, TranscriptMessageRow, TrialRow, UTCDateTime
 from green_agent.models import AssessmentReport, TrialResult
 
 # Assessment statuses. `queued` and `running` are unfinished: a restarted service resumes them.
@@ -215,6 +215,22 @@ _TRIALS = cast(Table, TrialRow.__table__)
 _MESSAGES = cast(Table, TranscriptMessageRow.__table__)
 _VERDICTS = cast(Table, NLVerdictRow.__table__)
 
+# The statements of `save_trial`, built once: values go in as parameters, so each execution reuses the
+# compiled form instead of building and cache-keying a new statement per trial.
+_INSERT_TRIAL = insert(_TRIALS).returning(_TRIALS.c.id)
+_INSERT_MESSAGES = insert(_MESSAGES)
+_INSERT_VERDICTS = insert(_VERDICTS)
+# An increment, not a COUNT: under PostgreSQL's READ COMMITTED a concurrently committed trial is invisible
+# to this statement's COUNT, but the increment applies to the row's latest version. The unique trial key
+# guarantees one increment per stored trial.
+_COUNT_TRIAL = (
+    update(AssessmentRow)
+    .where(AssessmentRow.id == bindparam("assessment"))
+    .values(trials_done=AssessmentRow.trials_done + 1, updated_at=bindparam("now", type_=UTCDateTime()))
+    .returning(AssessmentRow.trials_done)
+)
+_COUNT_TRIAL_AND_TIME = _COUNT_TRIAL.values(run_seconds=bindparam("run_seconds", type_=Float()))
+
 
 class AssessmentRepository:
     """Owns the queries and transactions over assessments, trials, transcripts and verdicts."""
@@ -370,30 +386,17 @@ class AssessmentRepository:
         trial_values = _trial_values(assessment_id, result)
         try:
             async with self._writing(), self._engine.begin() as connection:
-                trial_id = (
-                    await connection.execute(insert(_TRIALS).values(trial_values).returning(_TRIALS.c.id))
-                ).scalar_one()
+                trial_id = (await connection.execute(_INSERT_TRIAL, trial_values)).scalar_one()
                 if result.transcript:
-                    await connection.execute(insert(_MESSAGES), _message_values(trial_id, result))
+                    await connection.execute(_INSERT_MESSAGES, _message_values(trial_id, result))
                 if result.nl_verdicts:
-                    await connection.execute(insert(_VERDICTS), _verdict_values(trial_id, result))
-                # An increment, not a COUNT: under PostgreSQL's READ COMMITTED a concurrent commit's trial is
-                # invisible to this statement's COUNT, but the increment is applied to the row's latest
-                # version. The unique trial key guarantees one increment per stored trial.
-                values: dict[str, Any] = {
-                    "trials_done": AssessmentRow.trials_done + 1,
-                    "updated_at": _now(),
-                }
-                if run_seconds is not None:
-                    values["run_seconds"] = run_seconds
-                done = (
-                    await connection.execute(
-                        update(AssessmentRow)
-                        .where(AssessmentRow.id == assessment_id)
-                        .values(**values)
-                        .returning(AssessmentRow.trials_done)
-                    )
-                ).scalar_one()
+                    await connection.execute(_INSERT_VERDICTS, _verdict_values(trial_id, result))
+                progress = {"assessment": assessment_id, "now": _now()}
+                if run_seconds is None:
+                    done = (await connection.execute(_COUNT_TRIAL, progress)).scalar_one()
+                else:
+                    progress["run_seconds"] = run_seconds
+                    done = (await connection.execute(_COUNT_TRIAL_AND_TIME, progress)).scalar_one()
         except IntegrityError:
             # Only the unique (assessment, task, trial) constraint means "already stored"; any other
             # violation (e.g. an unknown assessment) is a real failure and must not pass as a duplicate.
