@@ -193,7 +193,10 @@ class AssessmentService:
             return record.run_seconds + time.monotonic() - started
 
         try:
-            await self.repository.mark_running(assessment_id)
+            await _with_retries(
+                f"marking assessment {assessment_id} running",
+                lambda: self.repository.mark_running(assessment_id),
+            )
             self._publish_status(assessment_id, RUNNING, len(completed), record.trials_total)
             report = await self._engine.run(
                 config,

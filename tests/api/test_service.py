@@ -3,8 +3,13 @@ earlier process left behind keeps its stored trials and its accumulated running 
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+from pathlib import Path
+
 from sqlalchemy import text
 
+from api.db.engine import create_engine
 from api.db.repository import COMPLETED, FAILED
 from api.runtime import open_runtime
 from green_agent.config import AssessmentConfig, TaskSelection
@@ -72,3 +77,30 @@ async def test_a_trial_that_cannot_be_stored_fails_the_assessment_visibly(
     assert final.status == FAILED
     assert final.error is not None and "disk quota exceeded" in final.error
     assert final.trials_done == 0
+
+
+async def test_writes_blocked_for_a_while_are_retried(tmp_path: Path, oracle_url: str) -> None:
+    """Another process holds SQLite's write lock for a second and this engine does not wait at all (busy
+    timeout 0): the service's writes fail with "database is locked", are retried, and the assessment
+    completes with its trial stored."""
+    path = tmp_path / "locked.db"
+    database = create_engine(f"sqlite+aiosqlite:///{path}", sqlite_busy_timeout_s=0.0)
+    try:
+        async with open_runtime(green_settings(f"sqlite+aiosqlite:///{path}"), database=database) as runtime:
+            config = AssessmentConfig(agent_url=oracle_url, tasks=TaskSelection(task_ids=["0"]))
+            record, _ = await runtime.service.create(config, source="cli", start=False)
+
+            other_process = sqlite3.connect(path, isolation_level=None)
+            other_process.execute("BEGIN EXCLUSIVE")
+            try:
+                runtime.service.start(record)
+                await asyncio.sleep(1.0)
+            finally:
+                other_process.execute("ROLLBACK")
+                other_process.close()
+            final = await runtime.service.wait(record.id)
+    finally:
+        await database.dispose()
+
+    assert final.status == COMPLETED, final.error
+    assert final.trials_done == 1
