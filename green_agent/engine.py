@@ -137,8 +137,10 @@ class Engine:
         task_ids = self.validate(config)
         clock = time.monotonic()
         seeds = trial_seeds(config.seed, config.trials)
-        planned = {(t, k) for k in range(config.trials) for t in task_ids}
-        done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in planned}
+        # Trial-major, tasks in tasks.json order, as upstream; also the order of the report's trials.
+        keys = [(t, k) for k in range(config.trials) for t in task_ids]
+        position = {key: i for i, key in enumerate(keys)}
+        done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in position}
         emit = on_event or _ignore
         self._pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
         card_error = await self._card_error(config.agent_url)
@@ -156,24 +158,22 @@ class Engine:
 
         try:
             async with asyncio.TaskGroup() as group:
-                for trial in range(config.trials):  # trial-major, tasks in tasks.json order, as upstream
-                    for task_id in task_ids:
-                        if (task_id, trial) in done:
-                            continue
-                        spec = TrialSpec(
-                            task=self.data.tasks[task_id],
-                            trial=trial,
-                            seed=seeds[trial],
-                            max_steps=config.max_steps,
-                            max_errors=config.max_errors,
-                        )
-                        group.create_task(one(spec))
+                for task_id, trial in keys:
+                    if (task_id, trial) in done:
+                        continue
+                    spec = TrialSpec(
+                        task=self.data.tasks[task_id],
+                        trial=trial,
+                        seed=seeds[trial],
+                        max_steps=config.max_steps,
+                        max_errors=config.max_errors,
+                    )
+                    group.create_task(one(spec))
         except BaseExceptionGroup as group_error:
             # A failing event handler (e.g. the service's database) stops the assessment: surface it plainly.
             raise group_error.exceptions[0] from group_error
 
-        order = {key: i for i, key in enumerate((t, k) for k in range(config.trials) for t in task_ids)}
-        every = sorted([*done.values(), *results], key=lambda r: order[(r.task_id, r.trial)])
+        every = sorted([*done.values(), *results], key=lambda r: position[(r.task_id, r.trial)])
         return compute_report(config, every, time.monotonic() - clock)
 
     async def _card_error(self, agent_url: str) -> AgentError | None:
