@@ -31,14 +31,6 @@ class ToolCall:
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
 
-    def to_openai(self, call_id: str) -> dict[str, Any]:
-        """The OpenAI chat wire form (arguments as a JSON string)."""
-        return {
-            "id": call_id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": json.dumps(self.arguments)},
-        }
-
 
 _ENCODER = json.JSONEncoder(default=str)
 
