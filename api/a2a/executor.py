@@ -11,7 +11,7 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from a2a.helpers import get_data_parts, new_data_part, new_task_from_user_message
+from a2a.helpers import get_data_parts, new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
@@ -19,7 +19,7 @@ from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import Artifact, Part, TaskState, TaskStatus
 
 from api.a2a.request import RequestError, parse_request
-from api.a2a.result import RESULT_ARTIFACT, result_data, result_summary
+from api.a2a.result import RESULT_ARTIFACT, result_parts
 from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord
 from api.events import Lagged, StatusChanged, Subscription, TrialDone
 from green_agent.config import ConfigError
@@ -106,13 +106,7 @@ class AssessmentExecutor(AgentExecutor):
                 await self._relay_progress(subscription, updater)
         final = await service.wait(record.id)
         if final.status == COMPLETED and final.report is not None:
-            await updater.add_artifact(
-                [
-                    Part(text=result_summary(final, final.report)),
-                    new_data_part(result_data(final, final.report)),
-                ],
-                name=RESULT_ARTIFACT,
-            )
+            await updater.add_artifact(result_parts(final, final.report), name=RESULT_ARTIFACT)
             await updater.complete()
         elif final.status == CANCELLED:
             if updater.task_id not in self._cancelling:  # cancelled through REST: mirror it here
@@ -168,10 +162,7 @@ class AssessmentExecutor(AgentExecutor):
                 Artifact(
                     artifact_id=f"result-{record.id}",
                     name=RESULT_ARTIFACT,
-                    parts=[
-                        Part(text=result_summary(record, record.report)),
-                        new_data_part(result_data(record, record.report)),
-                    ],
+                    parts=result_parts(record, record.report),
                 )
             )
             state = TaskState.TASK_STATE_COMPLETED

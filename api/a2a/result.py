@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from a2a.helpers import new_data_part
+from a2a.types import Part
+
 from api.db.repository import AssessmentRecord
 from green_agent.models import AssessmentReport
 
@@ -49,3 +52,8 @@ def result_summary(record: AssessmentRecord, report: AssessmentReport) -> str:
         f"{report.trials_scored}/{report.trials_total} trials scored; average reward {avg}; "
         f"pass rate {data['pass_rate']:.1f}%; {pass_k}; {report.time_used_s:.1f} s."
     )
+
+
+def result_parts(record: AssessmentRecord, report: AssessmentReport) -> list[Part]:
+    """The parts of the `Result` artifact: the text summary, then the DataPart."""
+    return [Part(text=result_summary(record, report)), new_data_part(result_data(record, report))]
