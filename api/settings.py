@@ -138,6 +138,15 @@ class Settings(BaseSettings):
     port: int = Field(default=9009, ge=0, le=65535)
     resume_on_start: bool = Field(default=True, description="Continue unfinished assessments at start-up.")
 
+    # -- web UI (/ui) --
+    ui_page_size: int = Field(
+        default=50,
+        ge=1,
+        le=200,
+        description="Rows per page of the web UI's assessment list, and the most assessments one "
+        "live-progress stream follows.",
+    )
+
     @field_validator("database_url")
     @classmethod
     def _async_driver(cls, value: str) -> str:

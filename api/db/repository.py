@@ -105,6 +105,47 @@ class TrialSummary:
     steps: int
     error: str | None
     finished_at: datetime
+    signals: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportedAssessment:
+    """A completed assessment's report with what identifies it (the leaderboard's input)."""
+
+    id: str
+    agent_url: str
+    created_at: datetime
+    report: AssessmentReport
+
+
+# The columns a trial summary needs: never the transcript, the judge input or the other `detail` fields.
+_SUMMARY_COLUMNS = (
+    TrialRow.task_id,
+    TrialRow.trial,
+    TrialRow.termination_reason,
+    TrialRow.reward,
+    TrialRow.is_successful,
+    TrialRow.nl_status,
+    TrialRow.steps,
+    TrialRow.error,
+    TrialRow.finished_at,
+    TrialRow.signals,
+)
+
+
+def _summary(row: Any) -> TrialSummary:
+    return TrialSummary(
+        task_id=row.task_id,
+        trial=row.trial,
+        termination_reason=row.termination_reason,
+        reward=row.reward,
+        is_successful=row.is_successful,
+        nl_status=row.nl_status,
+        steps=row.steps,
+        error=row.error,
+        finished_at=row.finished_at,
+        signals=tuple(row.signals),
+    )
 
 
 def request_hash(config: dict[str, Any]) -> str:
@@ -474,30 +515,46 @@ class AssessmentRepository:
                     select(func.count()).select_from(TrialRow).where(TrialRow.assessment_id == assessment_id)
                 )
             ).scalar_one()
-            rows = (
-                await session.execute(
-                    select(TrialRow)
-                    .where(TrialRow.assessment_id == assessment_id)
-                    .order_by(TrialRow.id)
-                    .limit(limit)
-                    .offset(offset)
+            rows = await session.execute(
+                select(*_SUMMARY_COLUMNS)
+                .where(TrialRow.assessment_id == assessment_id)
+                .order_by(TrialRow.id)
+                .limit(limit)
+                .offset(offset)
+            )
+            return [_summary(r) for r in rows], total
+
+    async def trial_summaries(self, assessment_id: str) -> list[TrialSummary]:
+        """Every stored trial of an assessment as a summary (no transcripts), in the order they finished."""
+        async with self._session() as session:
+            rows = await session.execute(
+                select(*_SUMMARY_COLUMNS).where(TrialRow.assessment_id == assessment_id).order_by(TrialRow.id)
+            )
+            return [_summary(r) for r in rows]
+
+    async def agent_urls(self) -> list[str]:
+        """Every white agent that has an assessment, alphabetically."""
+        async with self._session() as session:
+            rows = await session.execute(
+                select(AssessmentRow.agent_url).distinct().order_by(AssessmentRow.agent_url)
+            )
+            return [r[0] for r in rows]
+
+    async def completed_reports(self) -> list[ReportedAssessment]:
+        """Every completed assessment's report, newest first (only the columns that identify it)."""
+        async with self._session() as session:
+            rows = await session.execute(
+                select(
+                    AssessmentRow.id, AssessmentRow.agent_url, AssessmentRow.created_at, AssessmentRow.report
                 )
-            ).scalars()
-            summaries = [
-                TrialSummary(
-                    task_id=r.task_id,
-                    trial=r.trial,
-                    termination_reason=r.termination_reason,
-                    reward=r.reward,
-                    is_successful=r.is_successful,
-                    nl_status=r.nl_status,
-                    steps=r.steps,
-                    error=r.error,
-                    finished_at=r.finished_at,
-                )
+                .where(AssessmentRow.status == COMPLETED)
+                .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)
+            )
+            return [
+                ReportedAssessment(r.id, r.agent_url, r.created_at, AssessmentReport.model_validate(r.report))
                 for r in rows
+                if r.report is not None
             ]
-            return summaries, total
 
     async def get_trial(self, assessment_id: str, task_id: str, trial: int) -> TrialResult | None:
         async with self._session() as session:
