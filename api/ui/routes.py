@@ -247,7 +247,7 @@ async def compare_page(
     if len(ids) != 2:
         if ids:
             context["error"] = f"pick exactly two assessments to compare ({len(ids)} given)"
-        return _page(request, "compare.html", context, status_code=200 if not ids else 422)
+        return _page(request, "compare.html", context)  # the form again, saying what to change
     a = await visible_assessment(runtime, viewer, ids[0])
     b = await visible_assessment(runtime, viewer, ids[1])
     deltas = views.compare_tasks(
