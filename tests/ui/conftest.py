@@ -30,6 +30,7 @@ TRIALS = 2
 @dataclass(frozen=True)
 class Service:
     url: str
+    database_url: str
     oracle_id: str
     sloppy_id: str
     slow_agent_url: str
@@ -50,18 +51,24 @@ def ui_data() -> RetailData:
 
 @pytest.fixture(scope="module")
 async def service(tmp_path_factory: pytest.TempPathFactory, ui_data: RetailData) -> AsyncIterator[Service]:
-    database = tmp_path_factory.mktemp("ui-db") / "green_agent.db"
+    database_url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('ui-db') / 'green_agent.db'}"
     async with (
         serve_reference_agent("oracle", data=ui_data) as oracle_url,
         serve_reference_agent("oracle", data=ui_data, delay_s=0.15) as slow_url,
         serve_executor(SloppyExecutor(ui_data)) as sloppy_url,
-        serve_green(f"sqlite+aiosqlite:///{database}") as url,
+        serve_green(database_url) as url,
         httpx.AsyncClient(base_url=url, timeout=30) as client,
     ):
         selection = {"tasks": {"task_ids": TASKS}, "trials": TRIALS, "concurrency": 8}
         oracle_id = await run_assessment(client, {"agent_url": oracle_url, **selection})
         sloppy_id = await run_assessment(client, {"agent_url": sloppy_url, **selection})
-        yield Service(url=url, oracle_id=oracle_id, sloppy_id=sloppy_id, slow_agent_url=slow_url)
+        yield Service(
+            url=url,
+            database_url=database_url,
+            oracle_id=oracle_id,
+            sloppy_id=sloppy_id,
+            slow_agent_url=slow_url,
+        )
 
 
 @pytest.fixture(scope="module")
