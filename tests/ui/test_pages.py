@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import httpx
 from playwright.async_api import expect
@@ -135,8 +136,9 @@ async def test_downloads(tab: Tab, service: Service) -> None:
 async def test_live_progress_while_a_run_is_going(tab: Tab, service: Service) -> None:
     tasks = ["0", "1", "5", "6", "7", "8"]
     async with httpx.AsyncClient(base_url=service.url, timeout=30) as client:
-        body = {"agent_url": service.slow_agent_url, "tasks": {"task_ids": tasks}}
-        body |= {"trials": 1, "concurrency": 1}  # one trial at a time: the bars have time to move
+        # One trial at a time: the bars have time to move.
+        body: dict[str, Any] = {"agent_url": service.slow_agent_url, "tasks": {"task_ids": tasks}}
+        body |= {"trials": 1, "concurrency": 1}
         created = await client.post("/assessments", json=body)
         assert created.status_code == 202, created.text
         assessment_id = created.json()["id"]
