@@ -109,13 +109,15 @@ class TrialSummary:
 
 
 @dataclass(frozen=True)
-class ReportedAssessment:
-    """A completed assessment's report with what identifies it (the leaderboard's input)."""
+class ScoredAssessment:
+    """A completed assessment's headline numbers (what the leaderboard chooses its rows by)."""
 
     id: str
     agent_url: str
     created_at: datetime
-    report: AssessmentReport
+    avg_reward: float | None
+    excluded: dict[str, int]
+    complete: bool | None  # the report's own flag, in reports that carry one
 
 
 # The columns a trial summary needs: never the transcript, the judge input or the other `detail` fields.
@@ -540,21 +542,44 @@ class AssessmentRepository:
             )
             return [r[0] for r in rows]
 
-    async def completed_reports(self) -> list[ReportedAssessment]:
-        """Every completed assessment's report, newest first (only the columns that identify it)."""
+    async def completed_scores(self) -> list[ScoredAssessment]:
+        """Every completed assessment's headline numbers, newest first: read from inside the report JSON,
+        so choosing the leaderboard's rows never loads a thousand whole reports."""
+        report = AssessmentRow.report
         async with self._session() as session:
             rows = await session.execute(
                 select(
-                    AssessmentRow.id, AssessmentRow.agent_url, AssessmentRow.created_at, AssessmentRow.report
+                    AssessmentRow.id,
+                    AssessmentRow.agent_url,
+                    AssessmentRow.created_at,
+                    report["avg_reward"].as_float().label("avg_reward"),
+                    report["excluded"].label("excluded"),
+                    report["complete"].label("complete"),
                 )
                 .where(AssessmentRow.status == COMPLETED)
                 .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)
             )
             return [
-                ReportedAssessment(r.id, r.agent_url, r.created_at, AssessmentReport.model_validate(r.report))
+                ScoredAssessment(
+                    id=r.id,
+                    agent_url=r.agent_url,
+                    created_at=r.created_at,
+                    avg_reward=r.avg_reward,
+                    excluded=r.excluded if isinstance(r.excluded, dict) else {},
+                    complete=r.complete if isinstance(r.complete, bool) else None,
+                )
                 for r in rows
-                if r.report is not None
             ]
+
+    async def reports(self, assessment_ids: list[str]) -> dict[str, AssessmentReport]:
+        """The stored reports of these assessments (those that have one)."""
+        if not assessment_ids:
+            return {}
+        async with self._session() as session:
+            rows = await session.execute(
+                select(AssessmentRow.id, AssessmentRow.report).where(AssessmentRow.id.in_(assessment_ids))
+            )
+            return {r.id: AssessmentReport.model_validate(r.report) for r in rows if r.report is not None}
 
     async def get_trial(self, assessment_id: str, task_id: str, trial: int) -> TrialResult | None:
         async with self._session() as session:

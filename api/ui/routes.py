@@ -273,7 +273,9 @@ async def leaderboard_page(
     partial: bool = False,
 ) -> HTMLResponse:
     viewer = await _viewer(request, runtime)
-    rows, hidden = views.leaderboard(await runtime.repository.completed_reports(), include_partial=partial)
+    best, hidden = views.best_per_agent(await runtime.repository.completed_scores(), include_partial=partial)
+    reports = await runtime.repository.reports([b.id for b in best])
+    rows = views.leaderboard_rows(best, reports)
     max_k = max((max(r.report.pass_hat_k, default=0) for r in rows), default=0)
     columns = [*views.LEADERBOARD_COLUMNS, *(f"pass{k}" for k in range(1, max_k + 1))]
     if sort not in columns:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.db.repository import ReportedAssessment, TrialSummary
+from api.db.repository import ScoredAssessment, TrialSummary
 from green_agent.models import SIGNAL_DB, SIGNAL_NL, AssessmentReport, TrialResult
 from retail_domain import is_clean_exit
 
@@ -136,13 +136,15 @@ def outcome_counts(rows: Iterable[GridRow]) -> dict[str, int]:
     return {key: counts[key] for key in OUTCOMES if counts[key]}
 
 
+def complete_from(excluded: dict[str, int], flag: bool | None) -> bool:
+    """Complete = no trial excluded or left unjudged. The report's own `complete` flag decides once reports
+    carry it; older reports are judged by their exclusion counts."""
+    return flag if flag is not None else not any(excluded.values())
+
+
 def is_complete(report: AssessmentReport) -> bool:
-    """Complete = no trial excluded or left unjudged. Reads the report's own `complete` once reports carry
-    it; older reports are judged by their exclusion counts."""
-    complete = getattr(report, "complete", None)
-    if isinstance(complete, bool):
-        return complete
-    return not any(report.excluded.values())
+    flag = getattr(report, "complete", None)
+    return complete_from(report.excluded, flag if isinstance(flag, bool) else None)
 
 
 # -- charts ------------------------------------------------------------------------------------------------
@@ -169,8 +171,9 @@ class BarChart:
     bars: list[Bar] = field(default_factory=list)
 
 
-def bar_chart(values: dict[str, float], *, width: float = 360, height: float = 180) -> BarChart:
+def bar_chart(values: dict[str, float], *, width: float | None = None, height: float = 140) -> BarChart:
     top, bottom, gap = 16.0, 24.0, 8.0
+    width = width if width is not None else gap + len(values) * (56 + gap)
     plot = height - top - bottom
     n = max(len(values), 1)
     bar_width = (width - gap * (n + 1)) / n
@@ -292,23 +295,31 @@ class LeaderboardRow:
 LEADERBOARD_COLUMNS = ("agent", "avg_reward")
 
 
-def leaderboard(
-    reported: Iterable[ReportedAssessment], *, include_partial: bool
-) -> tuple[list[LeaderboardRow], int]:
-    """The best assessment per agent (highest average reward, then newest), and how many partial
+def best_per_agent(
+    scored: Iterable[ScoredAssessment], *, include_partial: bool
+) -> tuple[list[ScoredAssessment], int]:
+    """The best assessment of each agent (highest average reward, then newest), and how many partial
     assessments were left out."""
-    best: dict[str, LeaderboardRow] = {}
+    best: dict[str, ScoredAssessment] = {}
     partial = 0
-    for item in reported:  # newest first: a tie keeps the newer one
-        complete = is_complete(item.report)
-        if not complete and not include_partial:
+    for item in scored:  # newest first: a tie keeps the newer one
+        if not include_partial and not complete_from(item.excluded, item.complete):
             partial += 1
             continue
-        row = LeaderboardRow(item.agent_url, item.id, item.created_at, complete, item.report)
         current = best.get(item.agent_url)
-        if current is None or (row.report.avg_reward or 0.0) > (current.report.avg_reward or 0.0):
-            best[item.agent_url] = row
+        if current is None or (item.avg_reward or 0.0) > (current.avg_reward or 0.0):
+            best[item.agent_url] = item
     return list(best.values()), partial
+
+
+def leaderboard_rows(
+    best: Iterable[ScoredAssessment], reports: dict[str, AssessmentReport]
+) -> list[LeaderboardRow]:
+    return [
+        LeaderboardRow(b.agent_url, b.id, b.created_at, complete_from(b.excluded, b.complete), reports[b.id])
+        for b in best
+        if b.id in reports
+    ]
 
 
 def sort_leaderboard(rows: list[LeaderboardRow], column: str, descending: bool) -> list[LeaderboardRow]:

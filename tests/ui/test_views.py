@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from api.db.repository import ReportedAssessment, TrialSummary
+from api.db.repository import ScoredAssessment, TrialSummary
 from api.ui import views
 from green_agent.models import AssessmentReport
 
@@ -105,22 +105,37 @@ def report(avg: float | None, pass_k: dict[int, float], not_judged: int = 0) -> 
     )
 
 
+def scored(assessment_id: str, agent: str, age_days: int, report: AssessmentReport) -> ScoredAssessment:
+    return ScoredAssessment(
+        assessment_id, agent, NOW - timedelta(days=age_days), report.avg_reward, report.excluded, None
+    )
+
+
 def test_leaderboard_keeps_the_best_complete_run_per_agent() -> None:
+    reports = {
+        "a3": report(0.5, {1: 0.5}),
+        "a2": report(0.9, {1: 0.9, 2: 0.8}),
+        "b1": report(1.0, {1: 1.0}, not_judged=2),
+        "c1": report(None, {}),
+    }
     newest_first = [
-        ReportedAssessment("a3", "http://a", NOW, report(0.5, {1: 0.5})),
-        ReportedAssessment("a2", "http://a", NOW - timedelta(days=1), report(0.9, {1: 0.9, 2: 0.8})),
-        ReportedAssessment("b1", "http://b", NOW, report(1.0, {1: 1.0}, not_judged=2)),
-        ReportedAssessment("c1", "http://c", NOW, report(None, {})),
+        scored("a3", "http://a", 0, reports["a3"]),
+        scored("a2", "http://a", 1, reports["a2"]),
+        scored("b1", "http://b", 0, reports["b1"]),
+        scored("c1", "http://c", 0, reports["c1"]),
     ]
-    rows, hidden = views.leaderboard(newest_first, include_partial=False)
-    assert hidden == 1 and {r.assessment_id for r in rows} == {"a2", "c1"}
-    rows, hidden = views.leaderboard(newest_first, include_partial=True)
+    best, hidden = views.best_per_agent(newest_first, include_partial=False)
+    assert hidden == 1 and {b.id for b in best} == {"a2", "c1"}
+    best, hidden = views.best_per_agent(newest_first, include_partial=True)
     assert hidden == 0
+    rows = views.leaderboard_rows(best, reports)
     by_pass2 = views.sort_leaderboard(rows, "pass2", descending=True)
     assert [r.assessment_id for r in by_pass2] == ["a2", "b1", "c1"]  # no pass^2: last
     ascending = views.sort_leaderboard(rows, "avg_reward", descending=False)
     assert [r.assessment_id for r in ascending] == ["a2", "b1", "c1"]  # missing last in either direction
-    assert not views.is_complete(rows[1].report) and views.is_complete(rows[0].report)
+    assert [r.complete for r in rows] == [True, False, True]
+    # A report's own `complete` flag wins over the exclusion counts.
+    assert views.complete_from({"not_judged": 3}, True) and not views.complete_from({}, False)
 
 
 def test_bar_chart_geometry_stays_inside_the_plot() -> None:
