@@ -171,7 +171,7 @@ class BarChart:
     bars: list[Bar] = field(default_factory=list)
 
 
-def bar_chart(values: dict[str, float], *, width: float | None = None, height: float = 140) -> BarChart:
+def bar_chart(values: dict[str, float], *, width: float | None = None, height: float = 110) -> BarChart:
     top, bottom, gap = 16.0, 24.0, 8.0
     width = width if width is not None else gap + len(values) * (56 + gap)
     plot = height - top - bottom
