@@ -9,20 +9,10 @@ hash stored when the trial ran); a mismatch would mean the stored transcript is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from green_agent.models import TrialResult
-from retail_domain import RetailData
+from retail_domain import Difference, RetailData
 from retail_domain.replay import ParsedCall, replay_with
-
-
-@dataclass(frozen=True)
-class FieldDifference:
-    """One leaf that differs: ``path`` like ``orders/#W123.status``; values as JSON-ready Python values."""
-
-    path: str
-    actual: Any
-    expected: Any
 
 
 @dataclass(frozen=True)
@@ -33,7 +23,7 @@ class TrialReplay:
     replayed_hash: str
     stored_hash: str | None
     gold_hash: str
-    differences: list[FieldDifference]
+    differences: list[Difference]  # path like ``orders/#W123.status``: this trial's value vs gold's
 
     @property
     def reproduced(self) -> bool:
@@ -62,5 +52,5 @@ def replay_trial(data: RetailData, result: TrialResult, *, normalize_ids: bool =
         replayed_hash=report["db_hash"],
         stored_hash=result.db_actual_hash,
         gold_hash=report["gold_db_hash"],
-        differences=[FieldDifference(d["path"], d["actual"], d["expected"]) for d in report["differences"]],
+        differences=[Difference(**d) for d in report["differences"]],
     )

@@ -135,18 +135,20 @@ _SUMMARY_COLUMNS = (
 )
 
 
-def _summary(row: Any) -> TrialSummary:
+def trial_summary(source: Any) -> TrialSummary:
+    """The summary of a selected trials row or of a TrialResult (they share these names), so a trial shown
+    on its own and in a list is summarized the same way."""
     return TrialSummary(
-        task_id=row.task_id,
-        trial=row.trial,
-        termination_reason=row.termination_reason,
-        reward=row.reward,
-        is_successful=row.is_successful,
-        nl_status=row.nl_status,
-        steps=row.steps,
-        error=row.error,
-        finished_at=row.finished_at,
-        signals=tuple(row.signals),
+        task_id=source.task_id,
+        trial=source.trial,
+        termination_reason=source.termination_reason,
+        reward=source.reward,
+        is_successful=source.is_successful,
+        nl_status=source.nl_status,
+        steps=source.steps,
+        error=source.error,
+        finished_at=source.finished_at,
+        signals=tuple(s if isinstance(s, dict) else s.model_dump() for s in source.signals),
     )
 
 
@@ -524,7 +526,7 @@ class AssessmentRepository:
                 .limit(limit)
                 .offset(offset)
             )
-            return [_summary(r) for r in rows], total
+            return [trial_summary(r) for r in rows], total
 
     async def trial_summaries(self, assessment_id: str) -> list[TrialSummary]:
         """Every stored trial of an assessment as a summary (no transcripts), in the order they finished."""
@@ -532,7 +534,7 @@ class AssessmentRepository:
             rows = await session.execute(
                 select(*_SUMMARY_COLUMNS).where(TrialRow.assessment_id == assessment_id).order_by(TrialRow.id)
             )
-            return [_summary(r) for r in rows]
+            return [trial_summary(r) for r in rows]
 
     async def agent_urls(self) -> list[str]:
         """Every white agent that has an assessment, alphabetically."""

@@ -20,7 +20,7 @@ from fastapi.templating import Jinja2Templates
 from sse_starlette import EventSourceResponse
 
 from api.a2a.result import result_data
-from api.db.repository import STATUSES, AssessmentRecord
+from api.db.repository import STATUSES, AssessmentRecord, trial_summary
 from api.deps import RuntimeDep
 from api.runtime import Runtime
 from api.schemas import AssessmentPublic
@@ -220,7 +220,7 @@ async def trial_page(
             ((message.timestamp - started).total_seconds(), (message.timestamp - previous).total_seconds())
         )
         previous = message.timestamp
-    summary = views.summary_of(result)
+    summary = trial_summary(result)
     return _page(
         request,
         "trial.html",

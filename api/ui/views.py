@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.db.repository import ScoredAssessment, TrialSummary
-from green_agent.models import SIGNAL_DB, SIGNAL_NL, AssessmentReport, TrialResult
+from green_agent.models import SIGNAL_DB, SIGNAL_NL, AssessmentReport
 from retail_domain import is_clean_exit
 
 # Outcome keys (CSS classes `o-<key>`) with their legend labels, in legend order.
@@ -36,22 +36,6 @@ def _signal(summary: TrialSummary, name: str) -> bool | None:
             passed = signal.get("passed")
             return passed if isinstance(passed, bool) else None
     return None
-
-
-def summary_of(result: TrialResult) -> TrialSummary:
-    """A full trial seen as the list shows it (so one trial and the grid classify it the same way)."""
-    return TrialSummary(
-        task_id=result.task_id,
-        trial=result.trial,
-        termination_reason=result.termination_reason,
-        reward=result.reward,
-        is_successful=result.is_successful,
-        nl_status=result.nl_status,
-        steps=result.steps,
-        error=result.error,
-        finished_at=result.finished_at,
-        signals=tuple(s.model_dump() for s in result.signals),
-    )
 
 
 def outcome(summary: TrialSummary) -> str:
