@@ -7,6 +7,7 @@ here. Screenshots go to $GREEN_AGENT_UI_ARTIFACTS (default: a folder under pytes
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -21,10 +22,24 @@ from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData, load_retail_data
 from tests.api.servers import poll, serve_green
 from tests.support.agents import SloppyExecutor, serve_executor
+from tests.support.fake_llm import FakeReply, serve_fake_llm
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
-TASKS = ["0", "1", "2", "3"]  # 0 and 1 are scored on the DB alone; 2 and 3 carry NL assertions (not judged)
+TASKS = ["0", "1", "2", "3"]  # 0 and 1 are scored on the DB alone; 2 and 3 carry one NL assertion each
 TRIALS = 2
+HOSTILE_REASON = '<img src="x" onerror="window.__pwned = \'judge\'">the agent never said so'
+
+
+def judge(body: dict[str, Any]) -> FakeReply:
+    """The NL judge of the UI's service: passes task 2, fails task 3 (with a hostile reason), and is down
+    (HTTP 503, so the trial is an excluded infrastructure error) whenever it judges the failing agent."""
+    conversation = json.dumps(body["messages"])
+    if "__pwned" in conversation:
+        return FakeReply(status=503)
+    if "scripted customer for task 2" in conversation:
+        return FakeReply('{"results": [{"index": 0, "reasoning": "it was said", "metExpectation": true}]}')
+    verdict = {"index": 0, "reasoning": HOSTILE_REASON, "metExpectation": False}
+    return FakeReply(json.dumps({"results": [verdict]}))
 
 
 @dataclass(frozen=True)
@@ -56,7 +71,12 @@ async def service(tmp_path_factory: pytest.TempPathFactory, ui_data: RetailData)
         serve_reference_agent("oracle", data=ui_data) as oracle_url,
         serve_reference_agent("oracle", data=ui_data, delay_s=0.15) as slow_url,
         serve_executor(SloppyExecutor(ui_data)) as sloppy_url,
-        serve_green(database_url) as url,
+        serve_fake_llm(judge) as fake_judge,
+        serve_green(
+            database_url,
+            judge_model={"model": "fake-judge", "base_url": fake_judge.base_url},
+            llm_max_retries=0,
+        ) as url,
         httpx.AsyncClient(base_url=url, timeout=30) as client,
     ):
         selection = {"tasks": {"task_ids": TASKS}, "trials": TRIALS, "concurrency": 8}

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 from playwright.async_api import expect
 
-from tests.ui.conftest import TASKS, TRIALS, Service, Tab
+from tests.ui.conftest import HOSTILE_REASON, TASKS, TRIALS, Service, Tab
 
 
 async def test_list_to_assessment_to_trial(tab: Tab, service: Service) -> None:
@@ -19,19 +19,25 @@ async def test_list_to_assessment_to_trial(tab: Tab, service: Service) -> None:
     await page.goto("/")  # a browser asking for / is sent to the UI
     await expect(page).to_have_url(re.compile("/ui$"))
     await expect(page.locator("h1")).to_have_text("Assessments")
-    await expect(page.locator(f'tr[data-assessment="{service.oracle_id}"]')).to_contain_text("completed")
-    await expect(page.locator(f'tr[data-assessment="{service.sloppy_id}"]')).to_contain_text("partial")
+    oracle_row = page.locator(f'tr[data-assessment="{service.oracle_id}"]')
+    await expect(oracle_row).to_contain_text("completed")
+    await expect(oracle_row.locator(".badge.complete")).to_have_text("complete")
+    # The judge was down for the failing agent's NL tasks: those trials are excluded, the report partial.
+    await expect(page.locator(f'tr[data-assessment="{service.sloppy_id}"] .badge.partial')).to_have_text(
+        "partial"
+    )
     await tab.shot("list")
 
     await page.locator(f'tr[data-assessment="{service.oracle_id}"] a').first.click()
     await expect(page).to_have_url(re.compile(f"/ui/assessments/{service.oracle_id}$"))
-    await expect(page.locator(".headline")).to_contain_text("1.000")
+    await expect(page.locator(".headline")).to_contain_text("0.750")
     await expect(page.locator("svg.chart rect")).to_have_count(TRIALS)  # pass^1, pass^2
     grid = page.locator("#trial-grid")
     await expect(grid.locator("a.cell")).to_have_count(len(TASKS) * TRIALS)
-    # Tasks 0 and 1 are scored on the DB; 2 and 3 have NL assertions and no judge here: excluded.
-    await expect(grid.locator("a.cell.o-passed")).to_have_count(4)
-    await expect(grid.locator("a.cell.o-excluded")).to_have_count(4)
+    # The judge fails task 3's assertion: the oracle did the right thing to the DB, but not in its words.
+    await expect(grid.locator("a.cell.o-passed")).to_have_count(6)
+    await expect(grid.locator('.task[data-task="3"] a.cell.o-failed_nl')).to_have_count(TRIALS)
+    await expect(page.locator("body")).to_contain_text("an NL assertion failed")
     await tab.shot("assessment-oracle")
 
     await grid.locator('a.cell[href$="/trials/1/0"]').click()
@@ -43,6 +49,15 @@ async def test_list_to_assessment_to_trial(tab: Tab, service: Service) -> None:
     await expect(page.locator("#transcript .call .tool-name").first).to_have_text("find_user_id_by_name_zip")
     await expect(page.locator("#transcript .msg.tool").first).to_be_visible()
     await tab.shot("trial-oracle")
+
+    await page.goto(f"/ui/assessments/{service.oracle_id}/trials/3/1")
+    await expect(page.locator("#trial-outcome")).to_have_text("failed: NL assertion")
+    verdict = page.locator("#nl tbody tr")
+    await expect(verdict).to_have_count(1)
+    await expect(verdict).to_contain_text("failed")
+    await expect(verdict).to_contain_text(HOSTILE_REASON)  # the judge's reason, as text
+    assert await page.locator("#nl img").count() == 0
+    assert await page.evaluate("window.__pwned") is None
     assert tab.errors == []
 
 
@@ -54,6 +69,8 @@ async def test_failed_trial_shows_db_diff_and_hostile_text_stays_text(tab: Tab, 
     assert "script-src 'self'" in policy and "unsafe-inline" not in policy
     grid = page.locator("#trial-grid")
     await expect(grid.locator("a.cell.o-failed_db")).to_have_count(4)
+    await expect(grid.locator("a.cell.o-excluded")).to_have_count(4)
+    await expect(page.locator(".note")).to_contain_text("4 trials infrastructure_error")
     await expect(page.locator("body")).to_contain_text("final DB differs from gold")
 
     await grid.locator('a.cell[href$="/trials/0/0"]').click()
@@ -103,11 +120,12 @@ async def test_compare_two_assessments(tab: Tab, service: Service) -> None:
 async def test_leaderboard_sorts_and_hides_partial_runs(tab: Tab, service: Service) -> None:
     page = tab.page
     await page.goto("/ui/leaderboard")
-    # Both runs left the NL tasks unjudged: partial, so hidden unless asked for.
-    await expect(page.locator("body")).to_contain_text("partial assessments are hidden")
-    await expect(page.locator("#leaderboard tbody")).to_contain_text("No complete assessments yet")
-    await page.get_by_role("link", name="Include partial assessments").click()
     rows = page.locator("#leaderboard tbody tr")
+    # The failing agent's run is partial (judge down), so it is hidden unless asked for.
+    await expect(page.locator("body")).to_contain_text("1 partial assessment is hidden")
+    await expect(rows).to_have_count(1)
+    await expect(rows.first).to_contain_text(service.oracle_id[:8])
+    await page.get_by_role("link", name="Include partial assessments").click()
     await expect(rows).to_have_count(2)
     await expect(rows.first).to_contain_text(service.oracle_id[:8])  # best average reward first
     await expect(page.locator("#leaderboard thead")).to_contain_text("pass^2")
@@ -124,12 +142,12 @@ async def test_downloads(tab: Tab, service: Service) -> None:
         await page.get_by_role("link", name="report (JSON)").click()
     path = await (await report_download.value).path()
     report = json.loads(path.read_text())
-    assert report["id"] == service.oracle_id and report["report"]["avg_reward"] == 1.0
+    assert report["id"] == service.oracle_id and report["report"]["avg_reward"] == 0.75
     async with page.expect_download() as leaderboard_download:
         await page.get_by_role("link", name="leaderboard results file (JSON)").click()
     results = json.loads((await (await leaderboard_download.value).path()).read_text())
     assert results["results"][0]["assessment_id"] == service.oracle_id
-    assert results["results"][0]["pass_rate"] == 100.0
+    assert results["results"][0]["pass_rate"] == 75.0
     assert tab.errors == []
 
 
