@@ -536,6 +536,19 @@ class AssessmentRepository:
             )
             return [trial_summary(r) for r in rows]
 
+    async def get_trial_summary(self, assessment_id: str, task_id: str, trial: int) -> TrialSummary | None:
+        async with self._session() as session:
+            row = (
+                await session.execute(
+                    select(*_SUMMARY_COLUMNS).where(
+                        TrialRow.assessment_id == assessment_id,
+                        TrialRow.task_id == task_id,
+                        TrialRow.trial == trial,
+                    )
+                )
+            ).first()
+            return trial_summary(row) if row is not None else None
+
     async def agent_urls(self) -> list[str]:
         """Every white agent that has an assessment, alphabetically."""
         async with self._session() as session:

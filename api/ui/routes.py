@@ -338,7 +338,10 @@ async def leaderboard_download(request: Request, assessment_id: str, runtime: Ru
 
 @router.get("/live")
 async def live_progress(
-    request: Request, runtime: RuntimeDep, id: Annotated[list[str], Query(min_length=1)]
+    request: Request,
+    runtime: RuntimeDep,
+    id: Annotated[list[str], Query(min_length=1)],
+    trials: bool = False,
 ) -> EventSourceResponse:
     viewer = await _viewer(request, runtime)
     ids = list(dict.fromkeys(id))
@@ -349,7 +352,7 @@ async def live_progress(
         )
     for assessment_id in ids:
         await visible_assessment(runtime, viewer, assessment_id)
-    return EventSourceResponse(progress_stream(runtime.service, ids), ping=15)
+    return EventSourceResponse(progress_stream(runtime.service, ids, with_trials=trials), ping=15)
 
 
 # -- signing in ---------------------------------------------------------------------------------------------

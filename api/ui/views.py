@@ -95,6 +95,14 @@ class GridRow:
     cells: list[Cell]
 
 
+def cell(summary: TrialSummary) -> Cell:
+    kind = outcome(summary)
+    detail = "; ".join(failure_reasons(summary)) or OUTCOMES[kind]
+    return Cell(
+        summary.task_id, summary.trial, kind, f"task {summary.task_id}, trial {summary.trial}: {detail}"
+    )
+
+
 def grid(task_ids: Sequence[str], trials: int, summaries: Iterable[TrialSummary]) -> list[GridRow]:
     """Task x trial cells; tasks with stored trials but missing from `task_ids` are added at the end."""
     by_key = {(s.task_id, s.trial): s for s in summaries}
@@ -107,10 +115,8 @@ def grid(task_ids: Sequence[str], trials: int, summaries: Iterable[TrialSummary]
             summary = by_key.get((task_id, trial))
             if summary is None:
                 cells.append(Cell(task_id, trial, "pending", f"task {task_id}, trial {trial}: not run yet"))
-                continue
-            kind = outcome(summary)
-            detail = "; ".join(failure_reasons(summary)) or OUTCOMES[kind]
-            cells.append(Cell(task_id, trial, kind, f"task {task_id}, trial {trial}: {detail}"))
+            else:
+                cells.append(cell(summary))
         rows.append(GridRow(task_id, cells))
     return rows
 

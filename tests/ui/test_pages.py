@@ -167,6 +167,9 @@ async def test_live_progress_while_a_run_is_going(tab: Tab, service: Service) ->
     await page.goto("/ui")
     await detail.goto(f"/ui/assessments/{assessment_id}")
     await expect(detail.locator(".live")).to_contain_text("follows the progress live")
+    # Finished trials colour their squares as they come in, before the page reloads.
+    await expect(detail.locator("#trial-grid a.cell.o-passed").first).to_be_visible(timeout=30_000)
+    await expect(detail.locator("#trial-grid .cell.o-pending").first).to_be_visible()
 
     bar = f'[data-progress-for="{assessment_id}"] progress'
     start = await page.evaluate(f"document.querySelector('{bar}').value")

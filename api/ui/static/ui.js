@@ -1,7 +1,8 @@
 // The web UI's only script: live progress over server-sent events (/ui/live).
 // Elements carrying data-live-ids="<id>,<id>" ask to follow those assessments; each progress event moves the
-// matching <progress> bars and status badges. With data-reload-when-done the page reloads once they finish,
-// to show the report. Text is set with textContent only: nothing from the server is parsed as HTML.
+// matching <progress> bars and status badges. With data-live-trials each finished trial's square in the grid
+// takes its colour and becomes a link; with data-reload-when-done the page reloads once they finish, to show
+// the report. Text goes in through textContent and properties only: nothing from the server is parsed as HTML.
 "use strict";
 
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
@@ -10,8 +11,10 @@ function follow(container) {
   const ids = (container.dataset.liveIds || "").split(",").filter(Boolean);
   if (ids.length === 0 || !window.EventSource) return;
   const open = new Set(ids);
-  const query = ids.map((id) => "id=" + encodeURIComponent(id)).join("&");
+  let query = ids.map((id) => "id=" + encodeURIComponent(id)).join("&");
+  if (container.dataset.liveTrials) query += "&trials=true";
   const source = new EventSource("/ui/live?" + query);
+  source.addEventListener("trial", (message) => showTrial(JSON.parse(message.data)));
   source.addEventListener("progress", (message) => {
     const p = JSON.parse(message.data);
     for (const box of document.querySelectorAll("[data-progress-for]")) {
@@ -34,6 +37,23 @@ function follow(container) {
       }
     }
   });
+}
+
+function showTrial(t) {
+  for (const column of document.querySelectorAll("#trial-grid .task")) {
+    if (column.dataset.task !== t.task_id) continue;
+    const old = column.querySelectorAll(".cell")[t.trial];
+    if (!old) return;
+    const link = document.createElement("a");
+    link.className = "cell o-" + t.outcome;
+    link.href = t.href;
+    link.title = t.title;
+    const label = document.createElement("span");
+    label.className = "sr";
+    label.textContent = t.title;
+    link.appendChild(label);
+    old.replaceWith(link);
+  }
 }
 
 document.addEventListener("DOMContentLoaded", () => {
