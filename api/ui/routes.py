@@ -179,6 +179,7 @@ async def assessment_page(request: Request, assessment_id: str, runtime: Runtime
             "record": record,
             "report": report,
             "complete": views.is_complete(report) if report is not None else None,
+            "partial_reasons": views.partial_reasons(report) if report is not None else {},
             "chart": views.pass_hat_k_chart(report) if report is not None and report.pass_hat_k else None,
             "grid": rows,
             "outcome_counts": views.outcome_counts(rows),

@@ -137,6 +137,15 @@ def is_complete(report: AssessmentReport) -> bool:
     return complete_from(report.excluded, flag if isinstance(flag, bool) else None)
 
 
+def partial_reasons(report: AssessmentReport) -> dict[str, int]:
+    """Why a report is partial (reason -> trials): the report's own `partial_reasons` once reports carry
+    them, else its exclusion counts."""
+    reasons = getattr(report, "partial_reasons", None)
+    if not isinstance(reasons, dict):
+        reasons = report.excluded
+    return {reason: n for reason, n in reasons.items() if n}
+
+
 # -- charts ------------------------------------------------------------------------------------------------
 
 

@@ -136,6 +136,10 @@ def test_leaderboard_keeps_the_best_complete_run_per_agent() -> None:
     assert [r.complete for r in rows] == [True, False, True]
     # A report's own `complete` flag wins over the exclusion counts.
     assert views.complete_from({"not_judged": 3}, True) and not views.complete_from({}, False)
+    assert (
+        views.partial_reasons(reports["b1"]) == {"not_judged": 2}
+        and views.partial_reasons(reports["a2"]) == {}
+    )
 
 
 def test_bar_chart_geometry_stays_inside_the_plot() -> None:
