@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from green_agent.errors import InfrastructureError
-from green_agent.judge import Judge
+from green_agent.llm import TokenUsage
 from green_agent.metrics import is_success
 from green_agent.models import (
     SIGNAL_ACTION,
@@ -26,8 +26,8 @@ from green_agent.models import (
     TrialResult,
     utcnow,
 )
+from green_agent.usage import TrialUsage, Usage, priced
 from retail_domain import (
-    RetailData,
     Task,
     TerminationReason,
     ToolCall,
@@ -39,7 +39,7 @@ from retail_domain import (
 )
 
 if TYPE_CHECKING:
-    from green_agent.orchestrator import TrialSpec, TrialState
+    from green_agent.orchestrator import TrialDeps, TrialSpec, TrialState
 
 
 NLStatus = Literal["not_required", "judged", "not_judged"]
@@ -50,22 +50,18 @@ class _Judgement:
     status: NLStatus = "not_required"
     verdicts: list[NLVerdict] = dataclasses.field(default_factory=list)
     judge_input: str | None = None
+    tokens: TokenUsage | None = None
 
 
 async def score(
-    spec: TrialSpec,
-    data: RetailData,
-    judge: Judge | None,
-    state: TrialState,
-    reason: TerminationReason,
-    started: datetime,
+    spec: TrialSpec, deps: TrialDeps, state: TrialState, reason: TerminationReason, started: datetime
 ) -> TrialResult:
-    task = spec.task
+    task, data, judge = spec.task, deps.data, deps.judge
     judgement = _Judgement(status="not_judged" if task.judged else "not_required")
     if task.judged and judge is not None and is_clean_exit(reason):
         try:
             outcome = await judge.judge(task.nl_assertions, state.transcript)
-            judgement = _Judgement("judged", outcome.verdicts, outcome.judge_input)
+            judgement = _Judgement("judged", outcome.verdicts, outcome.judge_input, outcome.usage)
         except InfrastructureError as exc:
             reason, state.error = TerminationReason.INFRASTRUCTURE_ERROR, f"judge failed: {exc}"
 
@@ -141,8 +137,25 @@ async def score(
         error=state.error,
         steps=state.steps,
         num_errors=state.num_errors,
+        usage=trial_usage(deps, state, judgement.tokens),
         started_at=started,
         finished_at=utcnow(),
+    )
+
+
+def trial_usage(deps: TrialDeps, state: TrialState, judge_tokens: TokenUsage | None = None) -> TrialUsage:
+    """The trial's tokens per party, priced with the operator's prices (unknown model: cost None)."""
+
+    def metered(model: str | None, tokens: TokenUsage | None) -> Usage | None:
+        if model is None or tokens is None or not tokens.calls:
+            return None
+        return priced(model, tokens.calls, tokens.prompt_tokens, tokens.completion_tokens, deps.prices)
+
+    judge_model = deps.judge.llm.endpoint.model if deps.judge is not None else None
+    return TrialUsage(
+        user=metered(deps.user_model, state.user_tokens),
+        judge=metered(judge_model, judge_tokens),
+        agent=state.agent_usage.usage() if state.agent_usage is not None else None,
     )
 
 
@@ -158,7 +171,9 @@ def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:
     return Signal(name=SIGNAL_NL, passed=True, counts=counts, detail="no assertions to judge for this task")
 
 
-def unscored(spec: TrialSpec, state: TrialState, started: datetime, error: str) -> TrialResult:
+def unscored(
+    spec: TrialSpec, deps: TrialDeps, state: TrialState, started: datetime, error: str
+) -> TrialResult:
     """The result of a trial that could not be scored: an infrastructure error, excluded from the metrics."""
     return TrialResult(
         task_id=spec.task.id,
@@ -172,6 +187,7 @@ def unscored(spec: TrialSpec, state: TrialState, started: datetime, error: str) 
         error=error,
         steps=state.steps,
         num_errors=state.num_errors,
+        usage=trial_usage(deps, state),
         db_actual_hash=state.db_hash,
         started_at=started,
         finished_at=utcnow(),
