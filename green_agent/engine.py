@@ -186,7 +186,7 @@ class Engine:
             user_model_name=name,
             user_model=endpoint.model if endpoint is not None else None,
             user_llm_args={"temperature": 0.0, **endpoint.extra_args} if endpoint is not None else {},
-            user_guidelines_sha256=_sha256(self._guidelines) if endpoint is not None else None,
+            user_guidelines_sha256=self.user_guidelines_sha256 if endpoint is not None else None,
             judge_model=judge.model if judge is not None else None,
             judge_rubric_sha256=_sha256(self._judge.rubric) if self._judge is not None else None,
         )
@@ -195,6 +195,10 @@ class Engine:
     def user_guidelines(self) -> str:
         """The user-simulator guidelines this engine uses (the operator's file, else the built-in text)."""
         return self._guidelines
+
+    @property
+    def user_guidelines_sha256(self) -> str:
+        return _sha256(self._guidelines)
 
     async def _card_error(self, agent_url: str) -> AgentError | None:
         """Fetch the card once up front (with its retries): when the agent cannot even be reached, every trial

@@ -1,0 +1,155 @@
+"""`green-agent rescore`: re-score a tau2 results file (v0.x or v1.0.x) and measure agreement with the verdicts
+it stores, per simulation and in total. The replay and checks are retail_domain's (`retail_domain.rescore`);
+this module adds the NL judge (when the operator configured one) and the summary."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from green_agent.judge import Judge
+from green_agent.models import TranscriptMessage
+from retail_domain import RetailData
+from retail_domain.rescore import Rescorer, SimulationRescore, iter_messages
+from retail_domain.tasks import parse_task
+
+
+class InvalidResultsFile(ValueError):
+    """The document is not a tau2 results file; the message says what is missing."""
+
+
+class SimulationAgreement(BaseModel):
+    simulation_id: str
+    task_id: str
+    trial: int | None
+    termination_reason: str
+    stored_reward: float | None
+    reward: float | None = Field(description="Recomputed; None when it cannot be (assertions not judged).")
+    reward_agrees: bool | None
+    db_match: bool | None
+    db_agrees: bool | None
+    actions_agree: bool | None
+    communicate_agrees: bool | None
+    replay_mismatches: int
+    nl_judged: bool = False
+    note: str | None = None
+
+
+class AgreementTotals(BaseModel):
+    simulations: int = Field(description="Simulations in the file.")
+    excluded: int = Field(description="Without a stored verdict (infrastructure errors); not re-scored.")
+    rewards_compared: int
+    rewards_agree: int
+    rewards_unknown: int = Field(description="Reward not recomputable here (NL assertions not judged).")
+    db_compared: int
+    db_agree: int
+    actions_compared: int
+    actions_agree: int
+    communicate_compared: int
+    communicate_agree: int
+    replay_mismatches: int
+
+    @property
+    def reward_agreement(self) -> float | None:
+        return self.rewards_agree / self.rewards_compared if self.rewards_compared else None
+
+
+class RescoreReport(BaseModel):
+    tasks_in_file: int
+    judge_model: str | None
+    totals: AgreementTotals
+    simulations: list[SimulationAgreement]
+
+
+async def rescore_document(document: Any, data: RetailData, judge: Judge | None = None) -> RescoreReport:
+    if not isinstance(document, dict) or not isinstance(document.get("simulations"), list):
+        raise InvalidResultsFile("not a tau2 results file: expected an object with a 'simulations' list")
+    try:
+        file_tasks = [parse_task(raw) for raw in document.get("tasks") or ()]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise InvalidResultsFile(f"a task in the file's 'tasks' list is malformed ({exc!r})") from None
+    rescorer = Rescorer(data, file_tasks)
+    rows: list[SimulationAgreement] = []
+    excluded = 0
+    for simulation in document["simulations"]:
+        if not isinstance(simulation, dict):
+            raise InvalidResultsFile("a simulation is not an object")
+        outcome = rescorer.rescore(simulation)
+        if outcome is None:
+            excluded += 1
+            continue
+        judged = False
+        if outcome.nl_pending and judge is not None:
+            verdicts = await judge.judge(outcome.nl_pending, _transcript(simulation))
+            outcome = rescorer.rescore(simulation, [v.passed for v in verdicts.verdicts])
+            judged = True
+            assert outcome is not None
+        rows.append(_row(outcome, judged))
+    return RescoreReport(
+        tasks_in_file=len(file_tasks),
+        judge_model=judge.llm.endpoint.model if judge is not None else None,
+        totals=_totals(rows, len(document["simulations"]), excluded),
+        simulations=rows,
+    )
+
+
+def _transcript(simulation: Mapping[str, Any]) -> list[TranscriptMessage]:
+    return [
+        TranscriptMessage(index=i, role=m["role"], content=m.get("content"))
+        for i, m in enumerate(iter_messages(simulation))
+        if m.get("role") in ("assistant", "user", "tool")
+    ]
+
+
+def _row(outcome: SimulationRescore, judged: bool) -> SimulationAgreement:
+    return SimulationAgreement(
+        simulation_id=outcome.simulation_id,
+        task_id=outcome.task_id,
+        trial=outcome.trial,
+        termination_reason=outcome.termination_reason,
+        stored_reward=outcome.reward.stored,
+        reward=outcome.reward.recomputed,
+        reward_agrees=outcome.reward.agrees,
+        db_match=outcome.db_match.recomputed,
+        db_agrees=outcome.db_match.agrees,
+        actions_agree=outcome.action_matches.agrees,
+        communicate_agrees=outcome.communicate_met.agrees,
+        replay_mismatches=outcome.replay_mismatches,
+        nl_judged=judged,
+        note=outcome.note
+        or (
+            f"{len(outcome.nl_pending)} NL assertion(s) not judged (no judge configured)"
+            if outcome.nl_pending
+            else None
+        ),
+    )
+
+
+def _totals(rows: list[SimulationAgreement], simulations: int, excluded: int) -> AgreementTotals:
+    def count(values: list[bool | None]) -> tuple[int, int]:
+        compared = [v for v in values if v is not None]
+        return len(compared), sum(compared)
+
+    rewards = count([r.reward_agrees for r in rows])
+    db = count([r.db_agrees for r in rows])
+    actions = count([r.actions_agree for r in rows])
+    said = count([r.communicate_agrees for r in rows])
+    return AgreementTotals(
+        simulations=simulations,
+        excluded=excluded,
+        rewards_compared=rewards[0],
+        rewards_agree=rewards[1],
+        rewards_unknown=sum(1 for r in rows if r.reward is None),
+        db_compared=db[0],
+        db_agree=db[1],
+        actions_compared=actions[0],
+        actions_agree=actions[1],
+        communicate_compared=said[0],
+        communicate_agree=said[1],
+        replay_mismatches=sum(r.replay_mismatches for r in rows),
+    )
+
+
+__all__ = ["InvalidResultsFile", "RescoreReport", "rescore_document"]
