@@ -104,7 +104,7 @@ class Rescorer:
         stored_db = (stored.get("db_check") or {}).get("db_match")
         stored_actions = [bool(c.get("action_match")) for c in stored.get("action_checks") or ()] or None
         stored_said = [bool(c.get("met")) for c in stored.get("communicate_checks") or ()] or None
-        base = {
+        base: dict[str, Any] = {
             "simulation_id": str(simulation.get("id")),
             "task_id": task_id,
             "trial": simulation.get("trial"),

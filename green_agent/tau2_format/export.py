@@ -150,7 +150,7 @@ def messages(trial: TrialResult) -> list[dict[str, Any]]:
 
 
 def reward_info(trial: TrialResult, task: Task) -> dict[str, Any] | None:
-    """tau2's RewardInfo; None for a trial without a reward (excluded), as tau2 writes infrastructure errors."""
+    """tau2's RewardInfo; None for a trial without a reward (excluded), as tau2 has it for infra errors."""
     if trial.reward is None:
         return None
     if not is_clean_exit(trial.termination_reason):

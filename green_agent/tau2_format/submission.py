@@ -4,8 +4,8 @@ laid out as tau2's `submit prepare` does (docs/leaderboard-submission.md upstrea
 Honest by construction: a report with excluded trials (not judged, infrastructure errors) or an assessment
 that did not complete is refused, because its pass^k is not the leaderboard's; fewer than all 114 tasks is
 written but marked `omitted_questions` (unverified); fewer than 4 trials is allowed and said, with pass^k
-above the trial count left null. `modified_prompts` is false only when the user-simulator guidelines in use are
-byte-identical to upstream's (by sha256).
+above the trial count left null. `modified_prompts` is false only when the user-simulator guidelines in use
+are byte-identical to upstream's (by sha256).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from green_agent.tau2_format.export import TAU2_VERSION, ExportSource
 
 UPSTREAM_GUIDELINES_SHA256 = "740a29dfa64d7bc08eea3bf7493575b914a63f744acbaf7f199ee07eddaf72d3"
-"""sha256 of tau2-bench v1.0.x data/tau2/user_simulator/simulation_guidelines.md (unchanged v1.0.0 .. v1.0.1)."""
+"""sha256 of tau2-bench's data/tau2/user_simulator/simulation_guidelines.md (the same in v1.0.0 and v1.0.1)."""
 
 RETAIL_TASKS = 114
 LEADERBOARD_TRIALS = 4
@@ -90,7 +90,8 @@ def build_submission(
     green_cost = report.usage.green_cost_usd if report.usage else None
     notes = [
         f"Assessed as a remote A2A agent by tau2-retail-green-agent (assessment {source.assessment_id}), "
-        f"scored with tau2 {TAU2_VERSION} semantics; {report.num_trials} trial(s), seed {source.config.seed}, "
+        f"scored with tau2 {TAU2_VERSION} semantics; {report.num_trials} trial(s), "
+        f"seed {source.config.seed}, "
         f"user simulator {user_model}"
         + (f" with {run.user_llm_args}" if run and run.user_model else "")
         + (f", NL judge {run.judge_model}" if run and run.judge_model else "")
