@@ -1,6 +1,6 @@
 """`green-agent rescore`: re-score a tau2 results file (v0.x or v1.0.x) and measure agreement with the
-verdicts it stores, per simulation and in total. The replay and checks are retail_domain's (`retail_domain.rescore`);
-this module adds the NL judge (when the operator configured one) and the summary."""
+verdicts it stores, per simulation and in total. The replay and checks are retail_domain's
+(`retail_domain.rescore`); this module adds the NL judge (if one is configured) and the summary."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from typing import Any
 from green_agent.tau2_format.export import TAU2_VERSION, ExportSource
 
 UPSTREAM_GUIDELINES_SHA256 = "740a29dfa64d7bc08eea3bf7493575b914a63f744acbaf7f199ee07eddaf72d3"
-"""sha256 of tau2-bench's data/tau2/user_simulator/simulation_guidelines.md (the same in v1.0.0 and v1.0.1)."""
+"""sha256 of tau2-bench's data/tau2/user_simulator/simulation_guidelines.md (same in v1.0.0, v1.0.1)."""
 
 RETAIL_TASKS = 114
 LEADERBOARD_TRIALS = 4
