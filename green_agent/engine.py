@@ -192,6 +192,11 @@ class Engine:
         )
 
     @property
+    def judge(self) -> Judge | None:
+        """The NL judge the operator configured (None: assertions are not judged)."""
+        return self._judge
+
+    @property
     def user_guidelines(self) -> str:
         """The user-simulator guidelines this engine uses (the operator's file, else the built-in text)."""
         return self._guidelines
