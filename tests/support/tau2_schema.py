@@ -108,7 +108,7 @@ class Task(Strict):
     user_tools: list[str] | None = None
 
 
-# -- reward (simulation.py) ------------------------------------------------------------------------------------
+# -- reward (simulation.py) ---------------------------------------------------------------------------
 
 
 class DBCheck(Strict):
@@ -217,7 +217,7 @@ class Results(Strict):
     simulations: list[SimulationRun]
 
 
-# -- leaderboard submission (scripts/leaderboard/submission.py) ----------------------------------------------
+# -- leaderboard submission (scripts/leaderboard/submission.py) ----------------------------------------
 
 
 class ContactInfo(Strict):
