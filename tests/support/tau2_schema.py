@@ -88,12 +88,16 @@ class Action(Strict):
 RewardType = Literal["DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE"]
 
 
+def _default_basis() -> list[RewardType]:
+    return ["DB", "COMMUNICATE"]
+
+
 class EvaluationCriteria(Strict):
     actions: list[Action] | None = None
     env_assertions: list[dict[str, Any]] | None = None
     communicate_info: list[str] | None = None
     nl_assertions: list[str] | None = None
-    reward_basis: list[RewardType] = Field(default_factory=lambda: ["DB", "COMMUNICATE"])
+    reward_basis: list[RewardType] = Field(default_factory=_default_basis)
 
 
 class Task(Strict):
