@@ -125,23 +125,20 @@ def _add_interop_commands(commands: Any) -> None:
 
 def _interop(args: argparse.Namespace) -> int:
     from api import cli_interop
+    from green_agent.tau2_format.submission import Submitter
 
     settings = _settings(database_url=getattr(args, "database_url", None))
     if args.command == "export":
         return asyncio.run(cli_interop.export(settings, args.assessment_id, args.output))
     if args.command == "submission":
-        return asyncio.run(
-            cli_interop.submission(
-                settings,
-                args.assessment_id,
-                args.output,
-                model_name=args.model_name,
-                organization=args.organization,
-                submitting_organization=args.submitting_organization,
-                email=args.email,
-                contact_name=args.contact_name,
-            )
+        submitter = Submitter(
+            model_name=args.model_name,
+            model_organization=args.organization,
+            submitting_organization=args.submitting_organization or args.organization,
+            email=args.email,
+            contact_name=args.contact_name,
         )
+        return asyncio.run(cli_interop.submission(settings, args.assessment_id, args.output, submitter))
     return asyncio.run(cli_interop.rescore(settings, args.file, as_json=args.json))
 
 

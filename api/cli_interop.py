@@ -17,7 +17,7 @@ from api.settings import Settings
 from api.tau2_interop import NotExportable, export_document, write_json, write_submission
 from green_agent.engine import Engine
 from green_agent.tau2_format.rescore import InvalidResultsFile, RescoreReport, rescore_document
-from green_agent.tau2_format.submission import SubmissionRefused
+from green_agent.tau2_format.submission import SubmissionRefused, Submitter
 from retail_domain import DataError, load_retail_data
 
 EXIT_OK = 0
@@ -37,29 +37,11 @@ async def export(settings: Settings, assessment_id: str, output: Path) -> int:
     return EXIT_OK
 
 
-async def submission(
-    settings: Settings,
-    assessment_id: str,
-    output: Path,
-    *,
-    model_name: str,
-    organization: str,
-    submitting_organization: str | None,
-    email: str,
-    contact_name: str | None,
-) -> int:
+async def submission(settings: Settings, assessment_id: str, output: Path, submitter: Submitter) -> int:
     async with open_runtime(settings) as runtime:
         try:
             written = await write_submission(
-                runtime,
-                assessment_id,
-                output,
-                model_name=model_name,
-                model_organization=organization,
-                submitting_organization=submitting_organization or organization,
-                email=email,
-                contact_name=contact_name,
-                today=datetime.now(UTC).date(),
+                runtime, assessment_id, output, submitter, today=datetime.now(UTC).date()
             )
         except (AssessmentNotFound, NotExportable, SubmissionRefused) as exc:
             print(f"submission refused: {_message(exc)}", file=sys.stderr)

@@ -12,7 +12,7 @@ from api.db.repository import COMPLETED
 from api.runtime import Runtime
 from green_agent.config import AssessmentConfig
 from green_agent.tau2_format import ExportSource, tau2_results
-from green_agent.tau2_format.submission import Submission, SubmissionRefused, build_submission
+from green_agent.tau2_format.submission import Submission, SubmissionRefused, Submitter, build_submission
 
 
 class NotExportable(Exception):
@@ -56,12 +56,8 @@ async def write_submission(
     runtime: Runtime,
     assessment_id: str,
     output: Path,
+    submitter: Submitter,
     *,
-    model_name: str,
-    model_organization: str,
-    submitting_organization: str,
-    email: str,
-    contact_name: str | None,
     today: date,
 ) -> Submission:
     """`output/submission.json` and `output/trajectories/<file>`; raises `SubmissionRefused` when the
@@ -71,16 +67,8 @@ async def write_submission(
         raise SubmissionRefused(
             f"assessment {assessment_id} is {record.status}; only completed ones can be submitted"
         )
-    source = await export_source(runtime, assessment_id, agent_model=model_name)
-    submission = build_submission(
-        source,
-        model_name=model_name,
-        model_organization=model_organization,
-        submitting_organization=submitting_organization,
-        email=email,
-        contact_name=contact_name,
-        today=today,
-    )
+    source = await export_source(runtime, assessment_id, agent_model=submitter.model_name)
+    submission = build_submission(source, submitter, today=today)
     write_json(submission.document, output / "submission.json")
     write_json(tau2_results(source, runtime.data), output / "trajectories" / submission.trajectory_file)
     return submission

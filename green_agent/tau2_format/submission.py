@@ -24,6 +24,17 @@ RETAIL_TASKS = 114
 LEADERBOARD_TRIALS = 4
 
 
+@dataclass(frozen=True)
+class Submitter:
+    """Who submits what: the leaderboard's identity fields, as the submitter declares them."""
+
+    model_name: str
+    model_organization: str
+    submitting_organization: str
+    email: str
+    contact_name: str | None = None
+
+
 class SubmissionRefused(ValueError):
     """The assessment cannot be submitted as it is; the message says why and what to do."""
 
@@ -36,16 +47,7 @@ class Submission:
     """What a submitter must know (unverified marks, fewer trials); also written into methodology.notes."""
 
 
-def build_submission(
-    source: ExportSource,
-    *,
-    model_name: str,
-    model_organization: str,
-    submitting_organization: str,
-    email: str,
-    contact_name: str | None = None,
-    today: date,
-) -> Submission:
+def build_submission(source: ExportSource, submitter: Submitter, *, today: date) -> Submission:
     report = source.report
     if report is None:
         raise SubmissionRefused("the assessment has no report yet; submit it once it has completed")
@@ -112,15 +114,20 @@ def build_submission(
         for k in range(1, LEADERBOARD_TRIALS + 1)
     }
     results["cost"] = cost
-    trajectory_file = f"{_slug(model_name)}_retail_default_{_slug(user_model)}_{report.num_trials}trials.json"
+    trajectory_file = (
+        f"{_slug(submitter.model_name)}_retail_default_{_slug(user_model)}_{report.num_trials}trials.json"
+    )
     document: dict[str, Any] = {
-        "model_name": model_name,
-        "model_organization": model_organization,
-        "submitting_organization": submitting_organization,
+        "model_name": submitter.model_name,
+        "model_organization": submitter.model_organization,
+        "submitting_organization": submitter.submitting_organization,
         "submission_date": today.isoformat(),
         "submission_type": "custom" if modified else "standard",
         "modality": "text",
-        "contact_info": {"email": email, **({"name": contact_name} if contact_name else {})},
+        "contact_info": {
+            "email": submitter.email,
+            **({"name": submitter.contact_name} if submitter.contact_name else {}),
+        },
         "trajectories_available": True,
         "trajectory_files": {"retail": trajectory_file},
         "results": {"retail": results},

@@ -16,7 +16,12 @@ from green_agent.llm import ChatLLM
 from green_agent.models import AssessmentReport, RunInfo
 from green_agent.tau2_format import ExportSource
 from green_agent.tau2_format.rescore import InvalidResultsFile, rescore_document
-from green_agent.tau2_format.submission import UPSTREAM_GUIDELINES_SHA256, SubmissionRefused, build_submission
+from green_agent.tau2_format.submission import (
+    UPSTREAM_GUIDELINES_SHA256,
+    SubmissionRefused,
+    Submitter,
+    build_submission,
+)
 from retail_domain import RetailData
 from tests.support.fake_llm import FakeReply, serve_fake_llm
 
@@ -201,14 +206,10 @@ def _report(**changes: Any) -> AssessmentReport:
 
 
 def _build(report: AssessmentReport) -> Any:
-    return build_submission(
-        _source(report),
-        model_name="m",
-        model_organization="o",
-        submitting_organization="o",
-        email="e@example.com",
-        today=date(2026, 1, 3),
+    submitter = Submitter(
+        model_name="m", model_organization="o", submitting_organization="o", email="e@x.org"
     )
+    return build_submission(_source(report), submitter, today=date(2026, 1, 3))
 
 
 def test_submission_is_standard_only_with_tau2s_guidelines_all_tasks_and_a_complete_report() -> None:
