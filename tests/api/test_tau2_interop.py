@@ -153,3 +153,34 @@ async def test_export_before_the_report_is_409(tmp_path: Path, idle_url: str) ->
         response = await http.get(f"/assessments/{assessment_id}/export")
         assert response.status_code == 409 and "no report yet" in response.text
         await http.post(f"/assessments/{assessment_id}/cancel")
+
+
+def test_the_cli_report_table_shows_tokens_and_cost_per_party() -> None:
+    from datetime import UTC, datetime
+
+    from rich.console import Console
+
+    from api.cli_run import report_table
+    from api.db.repository import AssessmentRecord
+    from green_agent.models import AssessmentReport, UsageReport
+    from green_agent.usage import Usage
+
+    now = datetime.now(UTC)
+    record = AssessmentRecord(
+        id="a", status="completed", agent_url="http://agent", config={}, source="cli", idempotency_key=None,
+        a2a_task_id=None, a2a_context_id=None, warnings=[], trials_total=1, trials_done=1, run_seconds=1.0,
+        report=None, error=None, created_at=now, started_at=now, finished_at=now,
+    )  # fmt: skip
+    usage = UsageReport(
+        user=Usage(model="u", calls=2, prompt_tokens=200, completion_tokens=40, cost_usd=0.00072),
+        judge=Usage(model="j", calls=1, prompt_tokens=1000, completion_tokens=100, cost_usd=None),
+    )
+    report = AssessmentReport(
+        num_tasks=1, num_trials=1, trials_total=1, trials_scored=1, avg_reward=1.0, usage=usage
+    )
+    console = Console(width=200, record=True)
+    console.print(report_table(record, report))
+    text = console.export_text()
+    assert "user simulator tokens" in text and "200 in / 40 out, 0.0007 USD" in text
+    assert "judge tokens" in text and "1000 in / 100 out, cost unknown" in text
+    assert "agent (reported)" not in text
