@@ -68,15 +68,21 @@ async def rescore_document(document: Any, data: RetailData, judge: Judge | None 
         raise InvalidResultsFile("not a tau2 results file: expected an object with a 'simulations' list")
     try:
         file_tasks = [parse_task(raw) for raw in document.get("tasks") or ()]
-    except (KeyError, TypeError, AttributeError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise InvalidResultsFile(f"a task in the file's 'tasks' list is malformed ({exc!r})") from None
     rescorer = Rescorer(data, file_tasks)
     rows: list[SimulationAgreement] = []
     excluded = 0
-    for simulation in document["simulations"]:
+    for position, simulation in enumerate(document["simulations"]):
         if not isinstance(simulation, dict):
-            raise InvalidResultsFile("a simulation is not an object")
-        outcome = rescorer.rescore(simulation)
+            raise InvalidResultsFile(f"simulation {position} is not an object")
+        try:
+            outcome = rescorer.rescore(simulation)
+        except (AttributeError, TypeError, ValueError) as exc:
+            # A file from elsewhere may hold anything: say which simulation, never crash with a traceback.
+            raise InvalidResultsFile(
+                f"simulation {position} is malformed ({type(exc).__name__}: {exc})"
+            ) from None
         if outcome is None:
             excluded += 1
             continue

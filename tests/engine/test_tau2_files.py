@@ -175,6 +175,12 @@ async def test_a_document_that_is_not_a_results_file_is_refused(data: RetailData
         await rescore_document({"tasks": []}, data)
     with pytest.raises(InvalidResultsFile, match="malformed"):
         await rescore_document({"tasks": [{"id": "1"}], "simulations": []}, data)
+    broken = {"task_id": "0", "termination_reason": "user_stop", "reward_info": {"reward": 1.0}}
+    for messages in ([{"role": "assistant", "tool_calls": ["not a call"]}], "not a list of messages"):
+        with pytest.raises(InvalidResultsFile, match="simulation 1 is malformed"):
+            await rescore_document(
+                {"simulations": [{**broken, "messages": []}, {**broken, "messages": messages}]}, data
+            )
 
 
 def _source(report: AssessmentReport) -> ExportSource:
