@@ -8,7 +8,7 @@ and database migrations.
     green-agent export ID --format tau2 -o FILE                 the assessment as a tau2 results file
     green-agent submission ID --model-name M --organization O --email E -o DIR
                                                                 a taubench.com submission (retail)
-    green-agent rescore FILE.json [--json]                      re-score a tau2 results file, show agreement
+    green-agent rescore FILE.json [--json] [--store]            re-score a tau2 results file, show agreement
     green-agent db upgrade [--database-url URL]                 apply the migrations
 """
 
@@ -121,6 +121,10 @@ def _add_interop_commands(commands: Any) -> None:
     )
     rescore.add_argument("file", type=Path, help="a tau2 results JSON file")
     rescore.add_argument("--json", action="store_true", help="machine-readable output")
+    rescore.add_argument(
+        "--store", action="store_true", help="keep the re-scored file as an assessment (source: import)"
+    )
+    _add_database(rescore)
 
 
 def _interop(args: argparse.Namespace) -> int:
@@ -139,7 +143,7 @@ def _interop(args: argparse.Namespace) -> int:
             contact_name=args.contact_name,
         )
         return asyncio.run(cli_interop.submission(settings, args.assessment_id, args.output, submitter))
-    return asyncio.run(cli_interop.rescore(settings, args.file, as_json=args.json))
+    return asyncio.run(cli_interop.rescore(settings, args.file, as_json=args.json, store=args.store))
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from rich.table import Table
 from api.runtime import open_runtime
 from api.service import AssessmentNotFound
 from api.settings import Settings
-from api.tau2_interop import NotExportable, export_document, write_json, write_submission
+from api.tau2_interop import NotExportable, export_document, store_rescore, write_json, write_submission
 from green_agent.engine import Engine
 from green_agent.tau2_format.rescore import InvalidResultsFile, RescoreReport, rescore_document
 from green_agent.tau2_format.submission import SubmissionRefused, Submitter
@@ -55,23 +55,34 @@ async def submission(settings: Settings, assessment_id: str, output: Path, submi
     return EXIT_OK
 
 
-async def rescore(settings: Settings, path: Path, *, as_json: bool) -> int:
+async def rescore(settings: Settings, path: Path, *, as_json: bool, store: bool) -> int:
     try:
         document = json.loads(await asyncio.to_thread(path.read_text, encoding="utf-8"))
         data = await asyncio.to_thread(load_retail_data, settings.data_dir)
     except (OSError, json.JSONDecodeError, DataError) as exc:
         print(f"cannot rescore: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    async with Engine(settings.engine_settings(), data) as engine:
-        try:
-            report = await rescore_document(document, data, engine.judge)
-        except InvalidResultsFile as exc:
-            print(f"cannot rescore {path}: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+    stored: str | None = None
+    try:
+        if store:
+            async with open_runtime(settings) as runtime:
+                report = await rescore_document(document, runtime.data, runtime.engine.judge)
+                record, skipped = await store_rescore(runtime, path.name, report)
+                stored = f"stored as assessment {record.id} (source import)" + (
+                    f"; {skipped} repeated (task, trial) simulation(s) skipped" if skipped else ""
+                )
+        else:
+            async with Engine(settings.engine_settings(), data) as engine:
+                report = await rescore_document(document, data, engine.judge)
+    except InvalidResultsFile as exc:
+        print(f"cannot rescore {path}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if as_json:
         print(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
         _print_rescore(path, report)
+    if stored:
+        print(stored, file=sys.stderr if as_json else sys.stdout)
     totals = report.totals
     return EXIT_OK if totals.rewards_agree == totals.rewards_compared else EXIT_FAILED
 

@@ -8,20 +8,30 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from api.db.repository import COMPLETED
+from api.db.repository import COMPLETED, AssessmentRecord, NewAssessment
 from api.runtime import Runtime
 from green_agent.config import AssessmentConfig
+from green_agent.metrics import compute_report
 from green_agent.tau2_format import ExportSource, tau2_results
+from green_agent.tau2_format.rescore import RescoreReport
 from green_agent.tau2_format.submission import Submission, SubmissionRefused, Submitter, build_submission
+
+IMPORT_SOURCE = "import"
+"""`source` of assessments stored from a re-scored tau2 file (`green-agent rescore --store`)."""
 
 
 class NotExportable(Exception):
-    """The assessment has nothing to export yet; the message says why."""
+    """The assessment has nothing to export (yet); the message says why."""
 
 
 async def export_source(runtime: Runtime, assessment_id: str, agent_model: str | None = None) -> ExportSource:
     """Raises `AssessmentNotFound` for an unknown id and `NotExportable` before the first report."""
     record = await runtime.service.get(assessment_id)
+    if record.source == IMPORT_SOURCE:
+        raise NotExportable(
+            f"assessment {assessment_id} was imported from a tau2 file ({record.agent_url}); "
+            "that file is its export"
+        )
     if record.report is None:
         raise NotExportable(
             f"assessment {assessment_id} is {record.status} and has no report yet; "
@@ -72,3 +82,32 @@ async def write_submission(
     write_json(submission.document, output / "submission.json")
     write_json(tau2_results(source, runtime.data), output / "trajectories" / submission.trajectory_file)
     return submission
+
+
+async def store_rescore(runtime: Runtime, name: str, rescored: RescoreReport) -> tuple[AssessmentRecord, int]:
+    """Keep a re-scored file as a completed assessment (source `import`, agent `tau2-file:<name>`) with the
+    recomputed verdicts. Returns it and how many simulations repeated a stored (task, trial) (skipped)."""
+    trials = rescored.trials
+    config = {"imported_from": name, "trials": rescored.num_trials, "judge_model": rescored.judge_model}
+    warnings = [f"imported from the tau2 results file {name}; rewards are the recomputed ones"]
+    if rescored.totals.rewards_unknown:
+        warnings.append(f"{rescored.totals.rewards_unknown} simulation(s) need a judge and have no reward")
+    record, _ = await runtime.repository.create(
+        NewAssessment(
+            config=config,
+            agent_url=f"tau2-file:{name}",
+            trials_total=len(trials),
+            source=IMPORT_SOURCE,
+            warnings=warnings,
+        )
+    )
+    skipped = 0
+    for trial in trials:
+        if await runtime.repository.save_trial(record.id, trial) is None:
+            skipped += 1
+    # compute_report reads only the trial count of the config; an import has no agent URL to validate.
+    counted = AssessmentConfig.model_construct(agent_url=record.agent_url, trials=rescored.num_trials)
+    report = compute_report(counted, await runtime.repository.trial_results(record.id))
+    finished = await runtime.repository.finish(record.id, COMPLETED, report=report)
+    assert finished is not None
+    return finished, skipped

@@ -13,7 +13,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import check_actions, check_communicate, is_clean_exit, score_trial
+from .checks import (
+    ActionCheck,
+    CommunicateCheck,
+    check_actions,
+    check_communicate,
+    is_clean_exit,
+    score_trial,
+)
 from .environment import ToolCall
 from .gold import replay_gold
 from .loader import RetailData
@@ -51,6 +58,10 @@ class SimulationRescore:
     nl_pending: tuple[str, ...] = ()
     """Assertions that gate the reward but were not judged here (the reward is then unknown)."""
     note: str | None = None
+    db_hash: str | None = None
+    gold_hash: str | None = None
+    action_checks: tuple[ActionCheck, ...] = ()
+    communicate_checks: tuple[CommunicateCheck, ...] = ()
 
 
 def iter_messages(simulation: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
@@ -123,10 +134,13 @@ class Rescorer:
             )
 
         mismatches, db_hash = self._replay(simulation)
-        db_match = db_hash == self.gold_hash(task)
+        gold_hash = self.gold_hash(task)
+        db_match = db_hash == gold_hash
         calls = [ToolCall(str(c.get("name")), dict(c.get("arguments") or {})) for c in tool_calls(simulation)]
-        actions = [a.matched for a in check_actions(task.gold_actions, calls)]
-        said = [c.met for c in check_communicate(task.communicate_info, assistant_texts(simulation))]
+        action_checks = tuple(check_actions(task.gold_actions, calls))
+        communicate_checks = tuple(check_communicate(task.communicate_info, assistant_texts(simulation)))
+        actions = [a.matched for a in action_checks]
+        said = [c.met for c in communicate_checks]
         pending: tuple[str, ...] = ()
         if "NL_ASSERTION" in task.reward_basis and task.nl_assertions and nl_verdicts is None:
             pending = task.nl_assertions
@@ -142,6 +156,10 @@ class Rescorer:
             replay_mismatches=mismatches,
             nl_pending=pending if clean else (),
             note=None if task_id in self.tasks else "task definition taken from the installed data",
+            db_hash=db_hash,
+            gold_hash=gold_hash,
+            action_checks=action_checks,
+            communicate_checks=communicate_checks,
         )
 
     def _replay(self, simulation: Mapping[str, Any]) -> tuple[int, str]:

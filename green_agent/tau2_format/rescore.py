@@ -4,15 +4,16 @@ verdicts it stores, per simulation and in total. The replay and checks are retai
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from green_agent.errors import InfrastructureError
 from green_agent.judge import Judge
-from green_agent.models import TranscriptMessage
+from green_agent.models import TrialResult
+from green_agent.tau2_format.importing import imported_trial, transcript
 from retail_domain import RetailData
-from retail_domain.rescore import Rescorer, SimulationRescore, iter_messages
+from retail_domain.rescore import Rescorer, SimulationRescore
 from retail_domain.tasks import parse_task
 
 
@@ -59,8 +60,12 @@ class AgreementTotals(BaseModel):
 class RescoreReport(BaseModel):
     tasks_in_file: int
     judge_model: str | None
+    num_trials: int = Field(description="Trials per task, as the file's info states (1 if it does not).")
     totals: AgreementTotals
     simulations: list[SimulationAgreement]
+    trials: list[TrialResult] = Field(
+        default_factory=list, exclude=True, description="The re-scored simulations as trials (for --store)."
+    )
 
 
 async def rescore_document(document: Any, data: RetailData, judge: Judge | None = None) -> RescoreReport:
@@ -72,6 +77,7 @@ async def rescore_document(document: Any, data: RetailData, judge: Judge | None 
         raise InvalidResultsFile(f"a task in the file's 'tasks' list is malformed ({exc!r})") from None
     rescorer = Rescorer(data, file_tasks)
     rows: list[SimulationAgreement] = []
+    trials: list[TrialResult] = []
     excluded = 0
     for position, simulation in enumerate(document["simulations"]):
         if not isinstance(simulation, dict):
@@ -86,30 +92,32 @@ async def rescore_document(document: Any, data: RetailData, judge: Judge | None 
         if outcome is None:
             excluded += 1
             continue
-        judged = False
+        verdicts, problem = None, None
         if outcome.nl_pending and judge is not None:
-            verdicts = await judge.judge(outcome.nl_pending, _transcript(simulation))
-            outcome = rescorer.rescore(simulation, [v.passed for v in verdicts.verdicts])
-            judged = True
-            assert outcome is not None
-        rows.append(_row(outcome, judged))
+            try:
+                verdicts = (await judge.judge(outcome.nl_pending, transcript(simulation))).verdicts
+            except InfrastructureError as exc:  # the reward stays unknown; the other simulations go on
+                problem = f"the judge failed, NL assertions not judged: {exc}"
+            else:
+                outcome = rescorer.rescore(simulation, [v.passed for v in verdicts])
+                assert outcome is not None
+        rows.append(_row(outcome, verdicts is not None, problem))
+        task = rescorer.task(outcome.task_id)
+        if task is not None:
+            trials.append(imported_trial(simulation, outcome, task, verdicts))
+    info = document.get("info")
+    num_trials = info.get("num_trials") if isinstance(info, dict) else None
     return RescoreReport(
         tasks_in_file=len(file_tasks),
         judge_model=judge.llm.endpoint.model if judge is not None else None,
+        num_trials=num_trials if isinstance(num_trials, int) and num_trials > 0 else 1,
         totals=_totals(rows, len(document["simulations"]), excluded),
         simulations=rows,
+        trials=trials,
     )
 
 
-def _transcript(simulation: Mapping[str, Any]) -> list[TranscriptMessage]:
-    return [
-        TranscriptMessage(index=i, role=m["role"], content=m.get("content"))
-        for i, m in enumerate(iter_messages(simulation))
-        if m.get("role") in ("assistant", "user", "tool")
-    ]
-
-
-def _row(outcome: SimulationRescore, judged: bool) -> SimulationAgreement:
+def _row(outcome: SimulationRescore, judged: bool, problem: str | None) -> SimulationAgreement:
     return SimulationAgreement(
         simulation_id=outcome.simulation_id,
         task_id=outcome.task_id,
@@ -124,7 +132,8 @@ def _row(outcome: SimulationRescore, judged: bool) -> SimulationAgreement:
         communicate_agrees=outcome.communicate_met.agrees,
         replay_mismatches=outcome.replay_mismatches,
         nl_judged=judged,
-        note=outcome.note
+        note=problem
+        or outcome.note
         or (
             f"{len(outcome.nl_pending)} NL assertion(s) not judged (no judge configured)"
             if outcome.nl_pending

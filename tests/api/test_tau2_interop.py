@@ -107,6 +107,25 @@ async def test_export_rescore_round_trip_cost_and_submission(
         assert usage["green_cost_usd"] == pytest.approx(usage["judge"]["cost_usd"])
         assert usage["user"] is None and usage["agent_cost_per_trial_usd"] is None
 
+        # --store keeps the re-scored failing run as an assessment that the API shows like any other
+        code, output = await green_agent(
+            "rescore", str(tmp_path / "failing.json"), "--store", "--database-url", database_url, env=env
+        )
+        assert code == 0, output
+        imported_id = re.search(r"stored as assessment (\S+) \(source import\)", output)
+        assert imported_id, output
+        async with serve_green(database_url) as url, httpx.AsyncClient(base_url=url) as http:
+            imported = (await http.get(f"/assessments/{imported_id.group(1)}")).json()
+            assert imported["source"] == "import" and imported["status"] == "completed"
+            assert imported["agent_url"] == "tau2-file:failing.json"
+            original = done["failing"]["report"]
+            assert imported["report"]["task_rewards"] == original["task_rewards"]
+            assert imported["report"]["pass_hat_k"] == original["pass_hat_k"]
+            trial = (await http.get(f"/assessments/{imported_id.group(1)}/trials/24/0")).json()
+            assert trial["reward"] == 0.0 and trial["nl_status"] == "judged" and trial["transcript"]
+            again = await http.get(f"/assessments/{imported_id.group(1)}/export")
+            assert again.status_code == 409 and "imported from a tau2 file" in again.text
+
     out = tmp_path / "submission"
     code, output = await green_agent(
         "submission",

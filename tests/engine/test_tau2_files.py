@@ -12,7 +12,7 @@ import pytest
 
 from green_agent import AssessmentConfig, LLMEndpoint
 from green_agent.judge import Judge
-from green_agent.llm import ChatLLM
+from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.models import AssessmentReport, RunInfo
 from green_agent.tau2_format import ExportSource
 from green_agent.tau2_format.rescore import InvalidResultsFile, rescore_document
@@ -165,6 +165,14 @@ async def test_v1_file_needs_a_judge_for_nl_tasks_and_flags_replay_mismatches(da
             judged = await rescore_document(document, data, Judge(llm=llm, rubric="grade"))
         finally:
             await llm.aclose()
+    async with serve_fake_llm(lambda body: FakeReply(status=503)) as down:
+        llm = ChatLLM(LLMEndpoint(model="down", base_url=down.base_url), retry=RetryPolicy(max_retries=0))
+        try:
+            failed = await rescore_document(copy.deepcopy(document), data, Judge(llm=llm, rubric="grade"))
+        finally:
+            await llm.aclose()
+    assert failed.simulations[0].reward is None and "judge failed" in (failed.simulations[0].note or "")
+    assert failed.simulations[1].reward_agrees is True  # the other simulations still re-scored
     assert judged.simulations[0].reward == 1.0 and judged.simulations[0].nl_judged
     assert judged.totals.rewards_agree == judged.totals.rewards_compared == 2
     assert len(fake.requests) == 1 and "Polyester and cotton." in fake.requests[0]["messages"][1]["content"]
