@@ -9,6 +9,7 @@ trial of such a task has no reward (`nl_status="not_judged"`) and is excluded fr
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -28,6 +29,8 @@ from green_agent.models import (
 )
 from green_agent.usage import TrialUsage, Usage, priced
 from retail_domain import (
+    ActionCheck,
+    CommunicateCheck,
     Task,
     TerminationReason,
     ToolCall,
@@ -97,24 +100,7 @@ async def score(
             else "no final DB",
         ),
         _nl_signal(task, judgement, nl_rate),
-        Signal(
-            name=SIGNAL_CLEAN_EXIT,
-            passed=is_clean_exit(reason),
-            counts=True,
-            detail=f"ended with {reason}",
-        ),
-        Signal(
-            name=SIGNAL_ACTION,
-            passed=all(a.matched for a in actions),
-            counts=False,
-            detail=f"{sum(a.matched for a in actions)}/{len(actions)} gold actions matched (diagnostic)",
-        ),
-        Signal(
-            name=SIGNAL_COMMUNICATE,
-            passed=all(c.met for c in communicate),
-            counts=False,
-            detail=f"{sum(c.met for c in communicate)}/{len(communicate)} required facts said (diagnostic)",
-        ),
+        *exit_and_diagnostic_signals(task, reason, actions, communicate),
     ]
     return TrialResult(
         task_id=task.id,
@@ -157,6 +143,31 @@ def trial_usage(deps: TrialDeps, state: TrialState, judge_tokens: TokenUsage | N
         judge=metered(judge_model, judge_tokens),
         agent=state.agent_usage.usage() if state.agent_usage is not None else None,
     )
+
+
+def exit_and_diagnostic_signals(
+    task: Task, reason: str, actions: Sequence[ActionCheck], communicate: Sequence[CommunicateCheck]
+) -> list[Signal]:
+    """CLEAN_EXIT, ACTION_MATCH and COMMUNICATE (counted only where the task's basis names it: v0 tasks)."""
+    said_counts = "COMMUNICATE" in task.reward_basis
+    return [
+        Signal(
+            name=SIGNAL_CLEAN_EXIT, passed=is_clean_exit(reason), counts=True, detail=f"ended with {reason}"
+        ),
+        Signal(
+            name=SIGNAL_ACTION,
+            passed=all(a.matched for a in actions),
+            counts=False,
+            detail=f"{sum(a.matched for a in actions)}/{len(actions)} gold actions matched (diagnostic)",
+        ),
+        Signal(
+            name=SIGNAL_COMMUNICATE,
+            passed=all(c.met for c in communicate),
+            counts=said_counts,
+            detail=f"{sum(c.met for c in communicate)}/{len(communicate)} required facts said"
+            + ("" if said_counts else " (diagnostic)"),
+        ),
+    ]
 
 
 def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:

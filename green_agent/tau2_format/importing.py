@@ -13,9 +13,6 @@ from typing import Any
 
 from green_agent.metrics import is_success
 from green_agent.models import (
-    SIGNAL_ACTION,
-    SIGNAL_CLEAN_EXIT,
-    SIGNAL_COMMUNICATE,
     SIGNAL_DB,
     SIGNAL_NL,
     NLVerdict,
@@ -24,7 +21,8 @@ from green_agent.models import (
     TranscriptMessage,
     TrialResult,
 )
-from retail_domain import Task, is_clean_exit
+from green_agent.scoring import exit_and_diagnostic_signals
+from retail_domain import Task
 from retail_domain.rescore import SimulationRescore, iter_messages
 
 
@@ -34,7 +32,6 @@ def imported_trial(
     task: Task,
     verdicts: Sequence[NLVerdict] | None,
 ) -> TrialResult:
-    clean = is_clean_exit(outcome.termination_reason)
     db_match = outcome.db_match.recomputed
     nl_status = "judged" if verdicts is not None else ("not_judged" if outcome.nl_pending else "not_required")
     reward = outcome.reward.recomputed
@@ -56,24 +53,7 @@ def imported_trial(
             counts="NL_ASSERTION" in task.reward_basis,
             detail=f"{nl_status} on import",
         ),
-        Signal(
-            name=SIGNAL_CLEAN_EXIT,
-            passed=clean,
-            counts=True,
-            detail=f"ended with {outcome.termination_reason}",
-        ),
-        Signal(
-            name=SIGNAL_ACTION,
-            passed=all(a.matched for a in actions),
-            counts=False,
-            detail=f"{sum(a.matched for a in actions)}/{len(actions)} gold actions matched (diagnostic)",
-        ),
-        Signal(
-            name=SIGNAL_COMMUNICATE,
-            passed=all(c.met for c in said),
-            counts="COMMUNICATE" in task.reward_basis,
-            detail=f"{sum(c.met for c in said)}/{len(said)} required facts said",
-        ),
+        *exit_and_diagnostic_signals(task, outcome.termination_reason, actions, said),
     ]
     started = _time(simulation.get("start_time"))
     return TrialResult(
