@@ -8,12 +8,13 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from a2a.helpers import new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from starlette.applications import Starlette
 
 from green_agent.reference_agents import agent_card, build_agent_app, serve_app
-from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
+from green_agent.reference_agents.replies import Incoming, agent_message, call_parts
 from retail_domain import WRITE_TOOLS, RetailData
 
 Reply = Callable[[Incoming, RequestContext, EventQueue], Awaitable[None]]
@@ -67,7 +68,7 @@ class SloppyExecutor(AgentExecutor):
 
     It looks up an order id that does not exist (an error result), performs the task's gold actions except the
     last write (so the final DB differs from gold in the fields that write changes), then answers the customer
-    with `HOSTILE_TEXT`."""
+    with `HOSTILE_TEXT` as bare text, not in the text dialect's JSON (a protocol warning)."""
 
     def __init__(self, data: RetailData) -> None:
         self._data = data
@@ -89,7 +90,7 @@ class SloppyExecutor(AgentExecutor):
             self._plans[context_id] = self._plan(match.group(1)) if match else [None]
         plan = self._plans[context_id]
         step = plan.pop(0) if plan else None
-        parts = text_parts(False, HOSTILE_TEXT) if step is None else call_parts(False, *step)
+        parts = [new_text_part(HOSTILE_TEXT)] if step is None else call_parts(False, *step)
         await event_queue.enqueue_event(agent_message(parts, context.context_id))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

@@ -81,6 +81,7 @@ async def test_failed_trial_shows_db_diff_and_hostile_text_stays_text(tab: Tab, 
     await expect(status_row).to_have_count(1)
     await expect(status_row).to_contain_text("exchange requested")
     await expect(status_row).to_contain_text("delivered")
+    await expect(page.locator("#protocol-warnings li")).to_have_count(1)  # the bare-text reply
     # The bogus lookup and its error result are in the conversation, marked.
     await expect(page.locator("#transcript .call").first).to_contain_text("#W0000000")
     await expect(page.locator("#transcript .msg.tool.error").first).to_contain_text("Error")
