@@ -38,6 +38,9 @@ async def test_list_to_assessment_to_trial(tab: Tab, service: Service) -> None:
     await expect(grid.locator("a.cell.o-passed")).to_have_count(6)
     await expect(grid.locator('.task[data-task="3"] a.cell.o-failed_nl')).to_have_count(TRIALS)
     await expect(page.locator("body")).to_contain_text("an NL assertion failed")
+    judge_usage = page.locator("#usage tbody tr").filter(has_text="judge")
+    await expect(judge_usage).to_contain_text("fake-judge")
+    await expect(judge_usage.locator("td").nth(2)).to_have_text("4")  # one call per trial of tasks 2 and 3
     await tab.shot("assessment-oracle")
 
     await grid.locator('a.cell[href$="/trials/1/0"]').click()
