@@ -201,7 +201,11 @@ async def test_concurrency_bounds_per_assessment_and_per_agent(data: RetailData)
             )
         assert peak == 4
         peak = 0
-        async with engine_for(data, max_concurrent_trials=2) as engine:
+        # The fair-share caps keep slots back for other tenants (tests/engine/test_fair_slots.py); with
+        # shares of 1 the global bound alone binds.
+        async with engine_for(
+            data, max_concurrent_trials=2, tenant_slot_share=1.0, assessment_slot_share=1.0
+        ) as engine:
             await engine.run(AssessmentConfig(agent_url=url, tasks=tasks, concurrency=8))
         assert peak == 2
 
@@ -223,7 +227,8 @@ async def test_cancelling_run_cancels_in_flight_trials(data: RetailData) -> None
             await running
         assert time.monotonic() - begin < 2
         # the engine is still usable afterwards: its conversation slots were all released
-        assert all(slot.active == 0 for slot in engine._pool._slots)
+        assert all(slot.active == 0 for pool in engine._pools.values() for slot in pool._slots)
+        assert engine.slots.in_use == 0
 
 
 async def test_failing_event_handler_stops_the_run_with_its_own_error(data: RetailData) -> None:
