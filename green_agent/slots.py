@@ -49,13 +49,18 @@ class _Tenant:
         return min(waiting, key=lambda a: (a.held, a.last_grant), default=None)
 
 
+def slot_caps(capacity: int, tenant_share: float, assessment_share: float) -> tuple[int, int]:
+    """Most slots one tenant, and one assessment, may hold (at least one each)."""
+    if capacity < 1 or not 0 < tenant_share <= 1 or not 0 < assessment_share <= 1:
+        raise ValueError("capacity must be at least 1 and the shares in (0, 1]")
+    tenant_cap = max(1, math.floor(capacity * tenant_share))
+    return tenant_cap, max(1, math.floor(tenant_cap * assessment_share))
+
+
 class FairSlots:
     def __init__(self, capacity: int, *, tenant_share: float = 1.0, assessment_share: float = 1.0) -> None:
-        if capacity < 1 or not 0 < tenant_share <= 1 or not 0 < assessment_share <= 1:
-            raise ValueError("capacity must be at least 1 and the shares in (0, 1]")
         self.capacity = capacity
-        self.tenant_cap = max(1, math.floor(capacity * tenant_share))
-        self.assessment_cap = max(1, math.floor(self.tenant_cap * assessment_share))
+        self.tenant_cap, self.assessment_cap = slot_caps(capacity, tenant_share, assessment_share)
         self._in_use = 0
         self._tenants: dict[str, _Tenant] = {}
         self._grants = itertools.count()
