@@ -61,6 +61,7 @@ _FAILED_STATES = {
 _PENDING_STATES = {TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING}
 _USED_BINDINGS = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)
 AgentHeaders = dict[str, str]
+ENDPOINT_UNREACHABLE = f"{UNREACHABLE} at the A2A endpoint its card advertises"
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,11 @@ class ClientLimits:
     connect_retries: int = 3
     retry_backoff_s: float = 0.25
     poll_interval_s: float = 0.25
+
+    @property
+    def retry_schedule_s(self) -> float:
+        """Total wait between the connection attempts of one message (or card)."""
+        return sum(self.retry_backoff_s * 2**i for i in range(self.connect_retries))
 
 
 @dataclass
@@ -187,8 +193,8 @@ class WhiteAgentPool:
 
     async def _fetch_card(self, http: httpx.AsyncClient, agent_url: str, headers: AgentHeaders) -> AgentCard:
         """Every failure reads the same (closed port, open port that is not HTTP, HTTP that is not A2A,
-        timeout): the requester learns whether an A2A agent answered there, and nothing else. The operator's
-        log keeps the detail."""
+        timeout), and all but a timeout are retried alike, so they take about as long: the requester learns
+        whether an A2A agent answered there, and nothing else. The operator's log keeps the detail."""
         resolver = A2ACardResolver(http, agent_url)
         unreachable = f"{UNREACHABLE} at {agent_url}: no A2A agent card was served there"
         for attempt in range(self.limits.connect_retries + 1):
@@ -204,8 +210,8 @@ class WhiteAgentPool:
                 if refused is not None:
                     raise AgentEgressError(str(refused)) from None
                 log.info("agent card at %s not read: %s", agent_url, _describe(exc))
-                if not _never_delivered(exc):
-                    raise AgentUnreachableError(unreachable) from None
+                if isinstance(exc, TimeoutError):
+                    break
         raise AgentUnreachableError(unreachable)
 
     def _check_endpoints(self, card: AgentCard) -> None:
@@ -301,7 +307,9 @@ class Conversation:
                 raise AgentEgressError(str(refused)) from None
             if not self.detailed_errors:
                 log.info("agent endpoint failed: %s", _describe(exc))
-                raise AgentUnreachableError(f"{UNREACHABLE} at the endpoint its card advertises") from None
+                # As long as the retries of a closed port take, so the time does not tell either.
+                await asyncio.sleep(self.limits.retry_schedule_s)
+                raise AgentUnreachableError(ENDPOINT_UNREACHABLE) from None
             raise AgentProtocolError(_describe(exc)) from exc
         if not reply.text.strip() and not reply.data:
             raise AgentProtocolError("the agent's answer was empty (no text and no data)")
@@ -321,7 +329,7 @@ class Conversation:
                     raise
                 last = exc
         log.info("agent endpoint not reached: %s", _describe(last))
-        raise AgentUnreachableError(UNREACHABLE)
+        raise AgentUnreachableError(ENDPOINT_UNREACHABLE)
 
     async def _send_once(self, request: SendMessageRequest) -> AgentReply:
         final: Any = None

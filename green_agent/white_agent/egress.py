@@ -68,7 +68,7 @@ def url_problem(url: str) -> str | None:
     except ValueError:
         return "it is not a valid URL"
     if parts.scheme not in ("http", "https"):
-        return "only http:// and https:// URLs are accepted"
+        return "only http:// or https:// URLs are accepted"
     if not parts.hostname:
         return "the URL has no host"
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:
