@@ -19,13 +19,12 @@ from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from pydantic import ValidationError
 from starlette.applications import Starlette
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from green_agent import AssessmentConfig, Engine, EngineSettings
 from green_agent.config import ConfigError, TaskSelection
 from green_agent.errors import AgentEgressError
 from green_agent.models import TrialResult
-from green_agent.reference_agents import agent_card, build_agent_app, serve_app
+from green_agent.reference_agents import serve_app
 from green_agent.reference_agents.replies import Incoming, agent_message, text_parts
 from green_agent.white_agent.egress import (
     UNREACHABLE,
@@ -37,7 +36,7 @@ from green_agent.white_agent.egress import (
 )
 from retail_domain import RetailData
 from tests.engine.conftest import Collector
-from tests.support.agents import FunctionExecutor
+from tests.support.agents import FunctionExecutor, answer_done, serve_agent
 
 ONE = TaskSelection(task_ids=["0"])
 NO_PRIVATE = EgressPolicy(allow_private=False)
@@ -76,42 +75,6 @@ class RecordingBackend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         self.attempts.append((host, port))
         raise httpcore.ConnectError("recorded, not connected")
-
-
-class HeaderRecorder:
-    """ASGI middleware keeping the headers of every request (what the agent really received)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-        self.seen: list[dict[str, str]] = []
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            self.seen.append({k.decode().lower(): v.decode() for k, v in scope["headers"]})
-        await self.app(scope, receive, send)
-
-
-async def answer_done(incoming: Incoming, context: RequestContext, queue: EventQueue) -> None:
-    await queue.enqueue_event(agent_message(text_parts(False, "###STOP###"), context.context_id))
-
-
-@contextlib.asynccontextmanager
-async def serve_agent(
-    executor: FunctionExecutor, *, advertise: Callable[[str], str] = lambda url: url
-) -> AsyncIterator[tuple[str, int, HeaderRecorder]]:
-    """A real A2A agent on loopback whose card advertises `advertise(own_url)`; yields url, port, recorder."""
-    recorders: list[HeaderRecorder] = []
-
-    def app_for(url: str) -> Starlette:
-        card = agent_card(name="egress-test", description="test agent", url=advertise(url))
-        app = build_agent_app(executor, card=card)
-        recorder = HeaderRecorder(app)
-        recorders.append(recorder)
-        return recorder  # type: ignore[return-value]
-
-    async with serve_app(app_for) as url:
-        port = int(url.rstrip("/").rsplit(":", 1)[1])
-        yield url, port, recorders[0]
 
 
 @contextlib.asynccontextmanager
