@@ -15,8 +15,6 @@ from typing import Any
 
 import httpcore
 import pytest
-from a2a.server.agent_execution import RequestContext
-from a2a.server.events import EventQueue
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
@@ -25,7 +23,6 @@ from green_agent.config import ConfigError, TaskSelection
 from green_agent.errors import AgentEgressError
 from green_agent.models import TrialResult
 from green_agent.reference_agents import serve_app
-from green_agent.reference_agents.replies import Incoming, agent_message, text_parts
 from green_agent.white_agent.egress import (
     UNREACHABLE,
     EgressNetworkBackend,
@@ -36,7 +33,7 @@ from green_agent.white_agent.egress import (
 )
 from retail_domain import RetailData
 from tests.engine.conftest import Collector
-from tests.support.agents import FunctionExecutor, answer_done, serve_agent
+from tests.support.agents import ConcurrencyProbe, FunctionExecutor, answer_done, serve_agent
 
 ONE = TaskSelection(task_ids=["0"])
 NO_PRIVATE = EgressPolicy(allow_private=False)
@@ -365,18 +362,9 @@ async def test_card_endpoint_errors_read_the_same_whatever_the_port_state(data: 
 
 
 async def test_two_spellings_of_one_agent_share_one_cap(data: RetailData) -> None:
-    in_flight = peak = 0
-
-    async def slow(incoming: Incoming, context: RequestContext, queue: EventQueue) -> None:
-        nonlocal in_flight, peak
-        in_flight += 1
-        peak = max(peak, in_flight)
-        await asyncio.sleep(0.05)
-        in_flight -= 1
-        await queue.enqueue_event(agent_message(text_parts(False, "###STOP###"), context.context_id))
-
+    probe = ConcurrencyProbe()
     tasks = TaskSelection(split="test", num_tasks=8)
-    async with serve_agent(FunctionExecutor(slow)) as (_, port, _r):
+    async with serve_agent(FunctionExecutor(probe)) as (_, port, _r):
         spellings = [
             f"http://127.0.0.1:{port}",
             f"http://localhost:{port}",
@@ -390,7 +378,7 @@ async def test_two_spellings_of_one_agent_share_one_cap(data: RetailData) -> Non
                     for url in spellings
                 )
             )
-    assert peak == 2
+    assert probe.peak == 2
 
 
 async def test_agent_headers_reach_the_agent_and_only_the_agent(data: RetailData) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -63,6 +64,25 @@ class HeaderRecorder:
         if scope["type"] == "http":
             self.seen.append({k.decode().lower(): v.decode() for k, v in scope["headers"]})
         await self.app(scope, receive, send)
+
+
+class ConcurrencyProbe:
+    """A reply function that answers after `delay_s` and keeps the peak number of messages handled at once
+    (how many trials the engine let run against this agent)."""
+
+    def __init__(self, delay_s: float = 0.05) -> None:
+        self.delay_s = delay_s
+        self.in_flight = 0
+        self.peak = 0
+
+    async def __call__(self, incoming: Incoming, context: RequestContext, queue: EventQueue) -> None:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay_s)
+        finally:
+            self.in_flight -= 1
+        await queue.enqueue_event(agent_message(text_parts(False, "Done."), context.context_id))
 
 
 async def answer_done(incoming: Incoming, context: RequestContext, queue: EventQueue) -> None:
