@@ -37,7 +37,7 @@ from green_agent.slots import FairSlots
 from green_agent.user_simulator import LLMUserSimulator, ScriptedUserSimulator, UserSimulator
 from green_agent.white_agent.client import ClientLimits, Conversation, WhiteAgentPool
 from green_agent.white_agent.dialect import Dialect, declares_structured
-from green_agent.white_agent.egress import EgressPolicy, Resolver, agent_address
+from green_agent.white_agent.egress import EgressPolicy, Resolver, resolve_agent
 from green_agent.white_agent.structured_dialect import StructuredDialect
 from green_agent.white_agent.text_dialect import TextDialect
 from retail_domain import TOOL_SCHEMAS, RetailData
@@ -185,7 +185,8 @@ class Engine:
         position = {key: i for i, key in enumerate(keys)}
         done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in position}
         emit = on_event or _ignore
-        pool = self._pool_for(egress or EgressPolicy())
+        agent = await resolve_agent(config.agent_url, self._resolver)
+        pool = self._pool_for((egress or EgressPolicy()).for_agent(agent))
         headers = config.agent_header_values()
         pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
         card_error = await self._card_error(pool, config.agent_url, headers)
@@ -193,9 +194,8 @@ class Engine:
             raise card_error
         deps = self._deps(config, emit, card_error, pool, headers)
         assessment_bound = asyncio.Semaphore(config.concurrency)
-        agent_key = await agent_address(config.agent_url, self._resolver)
         agent_bound = self._per_agent.setdefault(
-            agent_key, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
+            agent.key, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
         )
         owner = assessment_id or f"run-{id(keys)}"
         results: list[TrialResult] = []

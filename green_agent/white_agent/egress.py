@@ -26,7 +26,7 @@ import ipaddress
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -170,6 +170,11 @@ class EgressPolicy:
             return f"{address} is {kind}, and this requester may not reach private networks"
         return None
 
+    def for_agent(self, agent: ResolvedAgent) -> EgressPolicy:
+        """The policy for one agent: a public agent's card may not lead into private networks (it has no
+        business there, and the card is the agent's to write), whatever the requester may reach."""
+        return replace(self, allow_private=False) if agent.public and self.allow_private else self
+
     def url_refusal(self, url: str) -> str | None:
         """What is known of `url` without resolving it: its shape, a literal address, a denied host name."""
         problem = url_problem(url)
@@ -215,21 +220,35 @@ async def resolve(host: str, port: int) -> list[IPAddress]:
     return addresses
 
 
-async def agent_address(url: str, resolver: Resolver | None = None) -> str:
-    """`address:port` of the agent at `url`, the same for every spelling of it (`localhost`, `127.0.0.1`,
+@dataclass(frozen=True)
+class ResolvedAgent:
+    """Where an agent URL leads, as far as the engine's bookkeeping is concerned."""
+
+    key: str
+    """`address:port`, the same for every spelling of the agent (`localhost`, `127.0.0.1`,
     `[::ffff:127.0.0.1]`): the key of the per-agent concurrency cap. The URL's own host when it does not
     resolve (its trials fail anyway)."""
+    public: bool
+    """Every address is globally routable."""
+
+
+async def resolve_agent(url: str, resolver: Resolver | None = None) -> ResolvedAgent:
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        addresses = await (resolver or resolve)(host, port)
+        addresses = [_embedded_v4(a) for a in await (resolver or resolve)(host, port)]
     except OSError:
         addresses = []
     if not addresses:
-        return f"{_normal_host(host)}:{port}"
-    canonical = sorted({_embedded_v4(a) for a in addresses}, key=lambda a: (a.version, int(a)))[0]
-    return f"{canonical}:{port}" if canonical.version == 4 else f"[{canonical}]:{port}"
+        return ResolvedAgent(key=f"{_normal_host(host)}:{port}", public=False)
+    canonical = min(addresses, key=lambda a: (a.version, int(a)))
+    key = f"{canonical}:{port}" if canonical.version == 4 else f"[{canonical}]:{port}"
+    return ResolvedAgent(key=key, public=all(a.is_global for a in addresses))
+
+
+async def agent_address(url: str, resolver: Resolver | None = None) -> str:
+    return (await resolve_agent(url, resolver)).key
 
 
 class EgressNetworkBackend(httpcore.AsyncNetworkBackend):

@@ -28,6 +28,7 @@ from green_agent.white_agent.egress import (
     EgressNetworkBackend,
     EgressPolicy,
     IPAddress,
+    ResolvedAgent,
     agent_address,
     url_problem,
 )
@@ -256,15 +257,34 @@ async def test_dns_rebinding_is_refused_at_connect_time(data: RetailData) -> Non
         port,
         _r,
     ):
-        resolver = TableResolver({"rebind.test": [["127.0.0.1"], ["169.254.169.254"]]})
+        # looked up by the engine (the per-agent key), for the card, then for the conversation
+        resolver = TableResolver({"rebind.test": [["127.0.0.1"], ["127.0.0.1"], ["169.254.169.254"]]})
         async with engine(data, resolver) as opened:
             trial = await first_trial(
                 opened, AssessmentConfig(agent_url=f"http://rebind.test:{port}/", tasks=ONE)
             )
-    assert resolver.lookups.count("rebind.test") >= 2
+    assert resolver.lookups.count("rebind.test") >= 3
     error = trial.error or ""
     assert "AgentEgressError" in error and "169.254.169.254 is a cloud metadata address" in error
     assert executor.received == []
+
+
+async def test_a_public_agent_may_not_lead_into_private_networks(data: RetailData) -> None:
+    """Even where the requester may reach private networks: a name that is public when the assessment starts
+    and loopback when the card is fetched is refused (the agent has no business on our network)."""
+    executor = FunctionExecutor(answer_done)
+    async with serve_agent(executor) as (_, port, _r):
+        resolver = TableResolver({"public.test": [["93.184.216.34"], ["127.0.0.1"]]})
+        async with engine(data, resolver) as opened:
+            with pytest.raises(AgentEgressError, match=r"127\.0\.0\.1 is a loopback address"):
+                await opened.run(AssessmentConfig(agent_url=f"http://public.test:{port}/", tasks=ONE))
+    assert executor.received == []
+    public, private = (
+        ResolvedAgent("93.184.216.34:80", public=True),
+        ResolvedAgent("10.0.0.1:80", public=False),
+    )
+    assert EgressPolicy().for_agent(public).allow_private is False
+    assert EgressPolicy().for_agent(private) == EgressPolicy()
 
 
 async def test_policies_do_not_share_connections(data: RetailData) -> None:
