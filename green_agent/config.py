@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from green_agent.usage import ModelPrice
 from green_agent.white_agent.egress import url_problem
 
 SCRIPTED_USER = "scripted"
@@ -102,6 +103,17 @@ class EngineSettings(BaseModel):
     )
     max_agent_header_bytes: int = Field(
         default=4096, ge=0, le=65_536, description="Total bytes of those headers' names and values."
+    )
+    # -- cost accounting (tau2 interop) --
+    llm_prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="USD per million tokens, by model id; unlisted: cost None.",
+    )
+    agent_usage_max_tokens_per_reply: int = Field(
+        default=10_000_000, ge=0, description="Largest token count a white agent may report for one reply."
+    )
+    agent_usage_max_cost_per_reply: float = Field(
+        default=100.0, ge=0, description="Largest cost (USD) a white agent may report for one reply."
     )
 
     @model_validator(mode="after")
