@@ -18,6 +18,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from green_agent.limits import AgentLimits
+
 SCRIPTED_USER = "scripted"
 """Name of the built-in deterministic user simulator (needs no LLM)."""
 
@@ -81,6 +83,20 @@ class EngineSettings(BaseModel):
     )
     normalize_ids: bool = Field(
         default=False, description="Tolerant id lookup in the tools (off = upstream parity)."
+    )
+    # -- scoring integrity: bounds on the white agent, and retries of trials our side failed --------------
+    limits: AgentLimits = Field(
+        default_factory=AgentLimits, description="Bounds on everything a white agent sends (limits.py)."
+    )
+    trial_retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Times a trial that ended in infrastructure_error (user simulator or judge unavailable "
+        "after its own retries) is run again before it is excluded.",
+    )
+    trial_retry_backoff_s: float = Field(
+        default=5.0, ge=0, description="Wait before the first trial retry; doubled after each one."
     )
 
     @model_validator(mode="after")

@@ -23,7 +23,7 @@ from green_agent.errors import AgentError
 from green_agent.judge import Judge
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, TrialResult, TrialStarted
+from green_agent.models import AssessmentReport, TrialFinished, TrialResult, TrialStarted
 from green_agent.orchestrator import TrialDeps, TrialSpec, run_trial
 from green_agent.prompts import load_prompt
 from green_agent.seeds import trial_seeds
@@ -32,7 +32,7 @@ from green_agent.white_agent.client import ClientLimits, Conversation, WhiteAgen
 from green_agent.white_agent.dialect import Dialect, declares_structured
 from green_agent.white_agent.structured_dialect import StructuredDialect
 from green_agent.white_agent.text_dialect import TextDialect
-from retail_domain import TOOL_SCHEMAS, RetailData
+from retail_domain import TOOL_SCHEMAS, RetailData, TerminationReason
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,13 @@ class Engine:
         self.settings = settings
         self.data = data
         self._tools = [dict(schema) for schema in TOOL_SCHEMAS]
-        self._pool = WhiteAgentPool(ClientLimits(conversations_per_client=settings.conversations_per_client))
+        self._pool = WhiteAgentPool(
+            ClientLimits(
+                conversations_per_client=settings.conversations_per_client,
+                max_reply_bytes=settings.limits.max_reply_bytes,
+                max_reply_values=settings.limits.max_reply_values,
+            )
+        )
         self._llms: dict[tuple[str, str | None, str | None], ChatLLM] = {}
         self._global = asyncio.Semaphore(settings.max_concurrent_trials)
         self._per_agent: dict[str, asyncio.Semaphore] = {}
@@ -154,7 +160,9 @@ class Engine:
         async def one(spec: TrialSpec) -> None:
             async with assessment_bound, agent_bound, self._global:
                 await emit(TrialStarted(task_id=spec.task.id, trial=spec.trial))
-                results.append(await run_trial(spec, deps))
+                result = await self._run_with_retries(spec, deps)
+                await emit(TrialFinished(result=result))
+                results.append(result)
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -176,6 +184,21 @@ class Engine:
         every = sorted([*done.values(), *results], key=lambda r: position[(r.task_id, r.trial)])
         return compute_report(config, every, time.monotonic() - clock)
 
+    async def _run_with_retries(self, spec: TrialSpec, deps: TrialDeps) -> TrialResult:
+        """Run a trial; run it again (bounded, with backoff) while it ends in infrastructure_error, which only
+        our own dependencies cause. What remains after the last retry is excluded from the metrics."""
+        delay = self.settings.trial_retry_backoff_s
+        for _ in range(self.settings.trial_retries):
+            result = await run_trial(spec, deps)
+            if result.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR:
+                return result
+            log.warning(
+                "trial %s/%s: %s; running it again in %.1f s", spec.task.id, spec.trial, result.error, delay
+            )
+            await asyncio.sleep(delay)
+            delay *= 2
+        return await run_trial(spec, deps)
+
     async def _card_error(self, agent_url: str) -> AgentError | None:
         """Fetch the card once up front (with its retries): when the agent cannot even be reached, every trial
         fails at once with that reason instead of each retrying the connection in turn."""
@@ -194,11 +217,12 @@ class Engine:
             return self._pool.conversation(config.agent_url, turn_timeout_s=turn_timeout)
 
         def choose_dialect(conversation: Conversation) -> Dialect:
+            depth = self.settings.limits.max_json_depth
             if config.dialect == "structured" or (
                 config.dialect == "auto" and declares_structured(conversation.card)
             ):
-                return StructuredDialect()
-            return TextDialect()
+                return StructuredDialect(depth)
+            return TextDialect(depth)
 
         return TrialDeps(
             data=self.data,
@@ -210,6 +234,7 @@ class Engine:
             normalize_ids=self.settings.normalize_ids,
             emit=emit,
             turn_events=emit is not _ignore,
+            limits=self.settings.limits,
         )
 
 

@@ -6,6 +6,10 @@ whole pool on every request), so conversations are spread over clients of at mos
 Delivery rule: a message is re-sent only when the connection was never established (so it cannot have been
 delivered). Everything else (timeout, HTTP or A2A error, a failed task, an empty answer) becomes an
 `AgentError` at once; library exceptions are translated here and nowhere else.
+
+Size rule: every response body is read through `_BoundedTransport`, which stops reading past `max_reply_bytes`
+and refuses bodies with more JSON values than `max_reply_values`, before the A2A SDK parses them (it does so
+on the event loop). Compressed bodies are refused: a small body could inflate without bound.
 """
 
 from __future__ import annotations
@@ -22,11 +26,22 @@ import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientTimeoutError
 from a2a.helpers import get_data_parts, get_text_parts
-from a2a.types import AgentCard, GetTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState
+from a2a.types import (
+    AgentCard,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
 from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import A2AError
 
 from green_agent.errors import AgentError, AgentProtocolError, AgentTimeoutError, AgentUnreachableError
+from green_agent.limits import AgentLimits, reply_values
 
 _FAILED_STATES = {
     TaskState.TASK_STATE_FAILED: "failed",
@@ -56,6 +71,48 @@ class ClientLimits:
     connect_retries: int = 3
     retry_backoff_s: float = 0.25
     poll_interval_s: float = 0.25
+    max_reply_bytes: int = AgentLimits().max_reply_bytes
+    max_reply_values: int = AgentLimits().max_reply_values
+
+
+class _BoundedTransport(httpx.AsyncHTTPTransport):
+    """Reads each response body in full, but never past `max_bytes`; refuses compressed bodies and bodies
+    with more than `max_values` JSON values. Raises `AgentProtocolError`, which the SDK lets through."""
+
+    def __init__(self, *, max_bytes: int, max_values: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._max_bytes, self._max_values = max_bytes, max_values
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            if encoding not in ("", "identity"):
+                raise AgentProtocolError(f"the agent sent a {encoding!r}-encoded body; only identity is read")
+            async for chunk in response.stream:  # type: ignore[union-attr]
+                size += len(chunk)
+                if size > self._max_bytes:
+                    raise AgentProtocolError(
+                        f"the agent's response is larger than {self._max_bytes} bytes (max_reply_bytes)"
+                    )
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+        body = b"".join(chunks)
+        if reply_values(body) > self._max_values:
+            raise AgentProtocolError(
+                f"the agent's response holds more than {self._max_values} JSON values (max_reply_values)"
+            )
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "transfer-encoding"]
+        return httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=body,
+            request=request,
+            extensions=response.extensions,
+        )
 
 
 @dataclass
@@ -99,6 +156,14 @@ class WhiteAgentPool:
             self._ssl = httpx.create_ssl_context()
         return self._ssl
 
+    def _transport(self, connections: httpx.Limits) -> _BoundedTransport:
+        return _BoundedTransport(
+            max_bytes=self.limits.max_reply_bytes,
+            max_values=self.limits.max_reply_values,
+            verify=self._ssl_context(),
+            limits=connections,
+        )
+
     def _new_slot(self) -> _Slot:
         limits = self.limits
         timeout = httpx.Timeout(
@@ -107,15 +172,14 @@ class WhiteAgentPool:
             write=limits.write_timeout_s,
             pool=limits.read_timeout_s,
         )
+        # A conversation has at most one request in flight, so this many connections always suffice;
+        # fewer connections per client keeps httpcore's per-request pool scan short.
+        connections = httpx.Limits(
+            max_connections=limits.conversations_per_client,
+            max_keepalive_connections=limits.conversations_per_client,
+        )
         http = httpx.AsyncClient(
-            timeout=timeout,
-            verify=self._ssl_context(),
-            # A conversation has at most one request in flight, so this many connections always suffice;
-            # fewer connections per client keeps httpcore's per-request pool scan short.
-            limits=httpx.Limits(
-                max_connections=limits.conversations_per_client,
-                max_keepalive_connections=limits.conversations_per_client,
-            ),
+            timeout=timeout, transport=self._transport(connections), headers={"Accept-Encoding": "identity"}
         )
         config = ClientConfig(
             httpx_client=http,
@@ -143,7 +207,9 @@ class WhiteAgentPool:
                 return self._cards[agent_url]
             if self._card_http is None:  # its own client: card fetches never queue behind conversations
                 self._card_http = httpx.AsyncClient(
-                    timeout=self.limits.card_timeout_s, verify=self._ssl_context()
+                    timeout=self.limits.card_timeout_s,
+                    transport=self._transport(httpx.Limits()),
+                    headers={"Accept-Encoding": "identity"},
                 )
             card = await self._fetch_card(self._card_http, agent_url)
             self._cards[agent_url] = card
@@ -222,7 +288,9 @@ class Conversation:
                 context_id=self.context_id,
                 task_id=self._open_task_id,
                 metadata=self.metadata or None,
-            )
+            ),
+            # The answer only, not the task's history (which repeats our own messages and only grows).
+            configuration=SendMessageConfiguration(history_length=0),
         )
         del parts
         try:
@@ -269,7 +337,7 @@ class Conversation:
     async def _reply_from_task(self, task: Task) -> AgentReply:
         while task.status.state in _PENDING_STATES:
             await asyncio.sleep(self.limits.poll_interval_s)
-            task = await self.client.get_task(GetTaskRequest(id=task.id))
+            task = await self.client.get_task(GetTaskRequest(id=task.id, history_length=0))
         state = task.status.state
         status_parts = list(task.status.message.parts) if task.status.HasField("message") else []
         if state in _FAILED_STATES:
