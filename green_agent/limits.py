@@ -82,11 +82,12 @@ def utf8_size(text: str) -> int:
 
 
 def cut_text(text: str, limit: int, what: str) -> tuple[str, bool]:
-    """`text` cut to at most `limit` UTF-8 bytes plus a visible marker; True when something was cut."""
+    """`text` cut to at most `limit` UTF-8 bytes, a visible marker included; True when something was cut."""
     if len(text) * 4 <= limit or utf8_size(text) <= limit:
         return text, False
-    kept = text.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore")
-    return kept + TRUNCATION_MARKER.format(what=what, limit=limit), True
+    marker = TRUNCATION_MARKER.format(what=what, limit=limit)
+    room = max(limit - utf8_size(marker), 0)
+    return text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore") + marker, True
 
 
 # -- JSON ------------------------------------------------------------------------------------------------

@@ -27,15 +27,14 @@ from green_agent.white_agent.reply_parsing import ParsedCall, ParsedReply
 def admit_reply(reply: AgentReply, dialect: Dialect, limits: AgentLimits) -> ParsedReply:
     """Read one reply under `dialect` within `limits`; raises `AgentProtocolError` past a tool-call bound."""
     warnings: list[str] = []
-    text, cut = cut_text(reply.text, limits.max_text_bytes, "reply text")
-    if cut:
-        warnings.append(f"reply text over max_text_bytes={limits.max_text_bytes} was cut before reading")
     try:
         # + 3: the structured dialect's envelope around arguments, {"tool_calls": [{"arguments": ...}]}
         data = tuple(clean_json(item, max_depth=limits.max_json_depth + 3) for item in reply.data)
     except ValueTooLarge as exc:
         raise AgentProtocolError(f"a DataPart of the reply is {exc}") from None
-    parsed = dialect.parse(AgentReply(text=text, data=data))
+    # The whole text is read (it is within max_reply_bytes, and reading is linear); what the customer sees of
+    # it is cut below.
+    parsed = dialect.parse(AgentReply(text=reply.text, data=data))
     if len(parsed.calls) > limits.max_tool_calls:
         raise AgentProtocolError(
             f"the reply holds {len(parsed.calls)} tool calls; at most {limits.max_tool_calls} are accepted "
