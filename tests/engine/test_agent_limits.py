@@ -182,7 +182,11 @@ async def test_argument_bytes_and_keys(data: RetailData) -> None:
     big = await one_trial(data, [text_call("calculate", {"expression": "1" * 200})], max_argument_bytes=200)
     assert big.termination_reason == "agent_error" and "max_argument_bytes" in (big.error or "")
     keys = {f"k{i}": i for i in range(20_000)}  # 6.5 s of event loop per call before
-    roomy = {"max_reply_values": 30_000, "max_reply_bytes": 1 << 20, "max_text_bytes": 1 << 20}
+    roomy: dict[str, Any] = {
+        "max_reply_values": 30_000,
+        "max_reply_bytes": 1 << 20,
+        "max_text_bytes": 1 << 20,
+    }
     many = await one_trial(data, [text_call("calculate", keys)], **roomy)
     assert many.termination_reason == "agent_error" and "max_argument_keys" in (many.error or "")
 
