@@ -79,7 +79,7 @@ def in_own_loop(make: Callable[[], Awaitable[T]]) -> T:
     thread.join()
     if isinstance(box[0], BaseException):
         raise box[0]
-    return box[0]  # type: ignore[no-any-return]
+    return box[0]
 
 
 def cpu_seconds(pid: int) -> float:
