@@ -38,7 +38,7 @@ class AgentLimits(BaseModel):
         default=256 * KIB, ge=1 * KIB, description="Bytes of one reply body (HTTP) from the white agent."
     )
     max_reply_values: int = Field(
-        default=4_096,
+        default=2_048,
         ge=16,
         description="JSON values in one reply body, counted as its '{', '[' and ',' bytes (the A2A SDK "
         "parses replies on the event loop at a few microseconds per value).",

@@ -14,6 +14,7 @@ excluded, after the engine has retried the trial.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -233,6 +234,7 @@ class _Loop:
     async def execute(self, calls: list[ToolCallRecord]) -> list[ToolOutcome]:
         outcomes = []
         for call in calls:
+            await asyncio.sleep(0)  # one call at a time on the event loop: a reply may hold several slow ones
             result = self.env.call(call.name, call.arguments)
             self.state.num_errors += int(result.error)
             outcomes.append(ToolOutcome(call.id, call.name, result.content, result.error))

@@ -28,7 +28,9 @@ DEFAULT_MAX_DEPTH = 32
 _JSON_TAG = re.compile(r"<json>\s*(.*?)\s*</json>", re.DOTALL | re.IGNORECASE)
 _MAX_BRACE_STARTS = 32
 """How many `{` positions (the first ones) are tried as the start of an embedded JSON object."""
-_BRACE_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}]', re.DOTALL)
+_NEXT_BRACE = re.compile(r'(?:[^{}"]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+([{}])', re.DOTALL)
+"""From inside an object to its next brace, over JSON strings; possessive, so it never backtracks (no match:
+an unterminated string runs to the end of the text)."""
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 
 
@@ -159,8 +161,8 @@ def _balanced_objects(text: str, max_depth: int) -> Iterator[str]:
     """The balanced `{...}` substrings starting at the first `_MAX_BRACE_STARTS` braces, by start position.
 
     One pass: outside any object the next `{` is found with `str.find` (quotes there are prose); inside, a
-    regular expression steps from brace to brace over JSON strings. So a reply full of braces costs time
-    linear in its length. Once braces nest deeper than `max_depth` inside every tried start, the scan stops:
+    regular expression steps from brace to brace over JSON strings. So the Python loop runs once per brace,
+    and the rest is linear in C. Once braces nest deeper than `max_depth` inside every tried start, the scan stops:
     those objects would be too deep to parse anyway."""
     stack: list[int] = []  # start positions of open braces; -1 for braces past the tried ones
     tried = 0
@@ -175,11 +177,11 @@ def _balanced_objects(text: str, max_depth: int) -> Iterator[str]:
                 break
             char, at = "{", pos
         else:
-            token = _BRACE_TOKENS.search(text, pos)
+            token = _NEXT_BRACE.match(text, pos)
             if token is None:
                 break
-            char, at = token.group(), token.start()
-        pos = at + len(char)
+            char, at = token.group(1), token.start(1)
+        pos = at + 1
         if char == "{":
             if tried < _MAX_BRACE_STARTS:
                 tried += 1
