@@ -35,7 +35,7 @@ class AgentLimits(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_reply_bytes: int = Field(
-        default=256 * KIB, ge=1 * KIB, description="Bytes of one reply body (HTTP) from the white agent."
+        default=128 * KIB, ge=1 * KIB, description="Bytes of one reply body (HTTP) from the white agent."
     )
     max_reply_values: int = Field(
         default=2_048,

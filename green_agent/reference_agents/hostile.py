@@ -165,25 +165,25 @@ KIB = 1024
 def worst_cases() -> list[tuple[str, list[HostileReply]]]:
     """Named hostile programs sized at (or just past) the default bounds, where they cost the most."""
     fat_calls = (
-        "[" + ", ".join([call_json("calculate", json.dumps({"expression": "1" * 15 * KIB}))] * 16) + "]"
+        "[" + ", ".join([call_json("calculate", json.dumps({"expression": "1." + "0" * 7 * KIB}))] * 16) + "]"
     )
-    tiny_values = '{"tool_calls": [' + ", ".join(['{"name": "x", "arguments": {}}'] * 1_000) + "]}"
+    tiny_values = '{"tool_calls": [' + ", ".join(['{"name": "x", "arguments": {}}'] * 500) + "]}"
     return [
         ("100,000 nested brackets", [text_reply("[" * 100_000 + "]" * 100_000)]),
         ("objects nested 5,000 deep", [data_reply(nested_json(5_000, "{"))]),
         ("12,000 argument keys", [text_reply(call_json("calculate", many_keys_json(12_000)))]),
         ("600 tool calls", [text_reply("[" + ", ".join([call_json("calculate")] * 600) + "]")]),
-        ("NUL, surrogates, 60 KiB", [text_reply(("a\x00\ud800é" * 15 * KIB)[: 60 * KIB])] * 3),
+        ("NUL, surrogates, 20 KiB", [text_reply(("a\x00\ud800é" * 5 * KIB)[: 20 * KIB])] * 3),
         (
             "NaN, 1e999, 5,000 digits",
             [data_reply('{"tool_calls": [' + call_json("x", WEIRD_NUMBERS_JSON) + "]}")],
         ),
         ("5,000-character id", [data_reply('{"tool_calls": [' + call_json("x", "{}", "i" * 5_000) + "]}")]),
-        ("250 KiB of braces", [text_reply("{" * 250 * KIB)]),
-        ("4,000 braces and 200 KiB of prose", [text_reply(("{" * 4_000 + "word " * 40 * KIB)[: 200 * KIB])]),
-        ("36,000 strings in one brace", [text_reply("{" + '"ab" ' * 36_000)]),
-        ("4,000 tiny values in a DataPart", [data_reply(tiny_values)] * 3),
-        ("16 calls of 15 KiB, until the transcript is full", [text_reply(fat_calls)] * 20),
+        ("120 KiB of braces", [text_reply("{" * 120 * KIB)]),
+        ("2,000 braces and 100 KiB of prose", [text_reply(("{" * 2_000 + "word " * 20 * KIB)[: 100 * KIB])]),
+        ("18,000 strings in one brace", [text_reply("{" + '"ab" ' * 18_000)]),
+        ("2,000 tiny values in a DataPart", [data_reply(tiny_values)] * 3),
+        ("16 calls of 7 KiB, until the transcript is full", [text_reply(fat_calls)] * 24),
         (
             "truncated and duplicated bodies",
             [truncated(text_reply(fat_calls), 0.5), duplicated(_respond("hi"))],
