@@ -162,8 +162,8 @@ def _balanced_objects(text: str, max_depth: int) -> Iterator[str]:
 
     One pass: outside any object the next `{` is found with `str.find` (quotes there are prose); inside, a
     regular expression steps from brace to brace over JSON strings. So the Python loop runs once per brace,
-    and the rest is linear in C. Once braces nest deeper than `max_depth` inside every tried start, the scan stops:
-    those objects would be too deep to parse anyway."""
+    and the rest is linear in C. Once braces nest deeper than `max_depth` inside every tried start, the scan
+    stops: those objects would be too deep to parse anyway."""
     stack: list[int] = []  # start positions of open braces; -1 for braces past the tried ones
     tried = 0
     ends: dict[int, int] = {}
