@@ -11,7 +11,6 @@ agent); the gaming agent (honest on half the tasks, hostile on the others) never
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -24,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
+from bench.procstats import cpu_seconds
 from green_agent.limits import message_bytes
 from green_agent.reference_agents import serve_app
 from green_agent.reference_agents.hostile import HostileAgent, HostileReply, text_reply
@@ -80,12 +80,6 @@ def in_own_loop(make: Callable[[], Awaitable[T]]) -> T:
     if isinstance(box[0], BaseException):
         raise box[0]
     return box[0]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (from /proc, in clock ticks)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
