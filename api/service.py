@@ -34,7 +34,14 @@ from api.db.repository import (
 from api.events import ProgressHub, StatusChanged, Subscription, TrialDone
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, ProgressEvent, TranscriptMessage, TrialFinished, TrialResult
+from green_agent.models import (
+    AssessmentReport,
+    ProgressEvent,
+    RunInfo,
+    TranscriptMessage,
+    TrialFinished,
+    TrialResult,
+)
 from retail_domain import TerminationReason
 
 logger = logging.getLogger(__name__)
@@ -115,6 +122,10 @@ class AssessmentEngine(Protocol):
         on_event: OnEvent | None = None,
         completed: Sequence[TrialResult] = (),
     ) -> AssessmentReport: ...
+
+    def run_info(self, config: AssessmentConfig) -> RunInfo:
+        """Which user simulator and judge an assessment of `config` uses."""
+        ...
 
 
 class AssessmentNotFound(LookupError):
@@ -236,7 +247,7 @@ class AssessmentService:
             if assessment_id in self._stood_in:  # the engine's report counts what the database refused
                 self._stood_in.discard(assessment_id)
                 stored = await self.repository.trial_results(assessment_id)
-                report = compute_report(config, stored, report.time_used_s)
+                report = compute_report(config, stored, report.time_used_s, run_info=report.run_info)
             report = report.model_copy(update={"time_used_s": record.run_seconds + report.time_used_s})
             await self._finish(assessment_id, COMPLETED, report=report)
 
@@ -287,7 +298,8 @@ class AssessmentService:
     async def _finish_cancelled(self, assessment_id: str, config: AssessmentConfig, elapsed: float) -> None:
         # A cancelled assessment keeps a report over the trials that did finish, so the work is not lost.
         trials = await self.repository.trial_results(assessment_id)
-        report = compute_report(config, trials, elapsed) if trials else None
+        run_info = self._engine.run_info(config)
+        report = compute_report(config, trials, elapsed, run_info=run_info) if trials else None
         await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")
 
     async def _finish(

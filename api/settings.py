@@ -22,6 +22,7 @@ from sqlalchemy.engine import make_url
 
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
 from green_agent.limits import AgentLimits
+from green_agent.usage import ModelPrice
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./green_agent.db"
 
@@ -152,6 +153,18 @@ class Settings(BaseSettings):
     max_transcript_bytes: int = _limit("max_transcript_bytes")
     trial_retries: int = Field(default=_engine_default("trial_retries"), ge=0, le=10)
     trial_retry_backoff_s: float = Field(default=_engine_default("trial_retry_backoff_s"), ge=0, le=600)
+    # -- cost accounting (tau2 interop, issue 12) --
+    llm_prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description='Prices by model id, JSON: {"gpt-4.1-2025-04-14": {"input_per_mtok": 2.0, '
+        '"output_per_mtok": 8.0}}; a model without a price has cost null.',
+    )
+    agent_usage_max_tokens_per_reply: int = Field(
+        default=_engine_default("agent_usage_max_tokens_per_reply"), ge=0, le=10**12
+    )
+    agent_usage_max_cost_per_reply: float = Field(
+        default=_engine_default("agent_usage_max_cost_per_reply"), ge=0, le=1e9
+    )
     card_url: str | None = Field(
         default=None, description="Public URL the agent card advertises; None = http://<host>:<port>/."
     )
@@ -252,4 +265,7 @@ class Settings(BaseSettings):
             limits=AgentLimits(**{name: getattr(self, name) for name in AgentLimits.model_fields}),
             trial_retries=self.trial_retries,
             trial_retry_backoff_s=self.trial_retry_backoff_s,
+            llm_prices=dict(self.llm_prices),
+            agent_usage_max_tokens_per_reply=self.agent_usage_max_tokens_per_reply,
+            agent_usage_max_cost_per_reply=self.agent_usage_max_cost_per_reply,
         )

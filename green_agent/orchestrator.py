@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,8 +27,10 @@ from a2a.types import Part
 from green_agent.errors import AgentError, AgentProtocolError, InfrastructureError
 from green_agent.judge import Judge
 from green_agent.limits import TRUNCATION_MARKER, AgentLimits, cut_text, message_bytes, storable
+from green_agent.llm import TokenUsage
 from green_agent.models import ToolCallRecord, TranscriptMessage, TrialResult, TurnTaken, utcnow
 from green_agent.scoring import score, unscored
+from green_agent.usage import AgentUsageMeter, ModelPrice
 from green_agent.user_simulator import GREETING, UserSimulator, is_user_stop
 from green_agent.white_agent.client import Conversation
 from green_agent.white_agent.dialect import Dialect, ToolOutcome
@@ -73,6 +75,11 @@ class TrialDeps:
     limits: AgentLimits = field(default_factory=AgentLimits)
     turn_events: bool = True
     """False when nobody listens: then no `TurnTaken` is built per message."""
+    user_model: str | None = None
+    """The user simulator's model id, for pricing (None: scripted)."""
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
+    agent_usage_bounds: tuple[int, float] = (10_000_000, 100.0)
+    """Largest token count and cost (USD) a white agent may report for one reply."""
 
 
 @dataclass
@@ -84,6 +91,8 @@ class TrialState:
     error: str | None = None
     db_hash: str | None = None
     transcript_bytes: int = 0
+    user_tokens: TokenUsage | None = None
+    agent_usage: AgentUsageMeter | None = None
 
 
 class EventHandlerFailed(Exception):
@@ -117,10 +126,10 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
         reason, state.error = TerminationReason.INTERNAL_ERROR, f"internal error: {_describe(exc)}"
     state.warnings = [storable(w) for w in state.warnings]
     try:
-        return await score(spec, deps.data, deps.judge, state, reason, started)
+        return await score(spec, deps, state, reason, started)
     except Exception as exc:  # a scoring bug must not take the other trials down, nor help this agent
         log.exception("scoring trial %s/%s met an internal error", spec.task.id, spec.trial)
-        return unscored(spec, state, started, f"internal error while scoring: {_describe(exc)}")
+        return unscored(spec, deps, state, started, f"internal error while scoring: {_describe(exc)}")
 
 
 async def _converse(spec: TrialSpec, deps: TrialDeps, state: TrialState) -> TerminationReason:
@@ -149,6 +158,7 @@ class _Loop:
         self.dialect = deps.choose_dialect(conversation)
         conversation.metadata[TRIAL_SEED_KEY] = spec.seed  # upstream gives the agent's LLM the trial seed too
         self.user = deps.user.session(spec.task, spec.seed)
+        self.agent_usage = state.agent_usage = AgentUsageMeter(*deps.agent_usage_bounds)
 
     async def record(self, role: Any, content: str | None, **extra: Any) -> None:
         """Append a message; past `max_transcript_bytes` it is cut to fit, marked, and the trial ends."""
@@ -188,7 +198,10 @@ class _Loop:
         return pending
 
     async def user_says(self, agent_text: str) -> tuple[str, TerminationReason | None]:
-        text = await self.user.reply(agent_text)
+        try:
+            text = await self.user.reply(agent_text)
+        finally:
+            self.state.user_tokens = self.user.usage
         await self.record("user", text)
         return text, self.after_step(TerminationReason.USER_STOP if is_user_stop(text) else None)
 
@@ -203,8 +216,12 @@ class _Loop:
             self.dialect.opening, policy=self.deps.data.policy, tools=self.deps.tools, user_text=user_text
         )
         while True:
-            reply = admit_reply(await self.conversation.send(compose()), self.dialect, self.deps.limits)
+            answer = await self.conversation.send(compose())
             position = len(self.state.transcript)
+            usage_warnings = self.agent_usage.add(answer.metadata)
+            self.state.warnings.extend(f"message {position}: {w}" for w in usage_warnings)
+            reply = admit_reply(answer, self.dialect, self.deps.limits)
+            del answer
             self.state.warnings.extend(f"message {position}: {w}" for w in reply.warnings)
             text = reply.text or ""
             if not reply.calls and not text.strip():
