@@ -65,7 +65,7 @@ async def open_runtime(
         freeze_startup_objects()
         repository = AssessmentRepository(database)
         async with Engine(settings.engine_settings(), data) as engine:
-            service = AssessmentService(repository, engine)
+            service = AssessmentService(repository, engine, egress=settings.egress_policy())
             runtime = Runtime(settings, database, repository, data, engine, service, task_store)
             try:
                 yield runtime
