@@ -163,7 +163,7 @@ async def test_other_llm_failures_stay_ours_even_after_a_flood(data: RetailData,
         if sum(m["content"] == FLOOD_TEXT for m in body["messages"]) < 3:
             return ask_again(body)
         if failure == "timeout":
-            return FakeReply("too late", delay_s=2.0)
+            return FakeReply("too late", delay_s=1.0)
         return FakeReply(status=int(failure.split()[0]))
 
     report, events = await assess(
