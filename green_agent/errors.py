@@ -58,4 +58,4 @@ class LLMError(InfrastructureError):
 class LLMContextTooLong(LLMError):
     """The LLM refused the request as longer than its context (HTTP 400, `context_length_exceeded` or a
     message saying so). Deterministic on the input, so never retried; who pays is decided by the trial
-    (`limits.context_overflow_is_agents`), and it stays an infrastructure error when unsure."""
+    (`limits.llm_failure_outcome`), and it stays an infrastructure error when unsure."""

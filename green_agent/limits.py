@@ -74,7 +74,8 @@ class AgentLimits(BaseModel):
         ge=16 * KIB,
         description="Bytes the agent puts before the user-simulator and judge LLMs in one trial: its "
         "messages (text and tool calls) and the tool results it asked for; reaching it ends the trial. The "
-        "default fits the context of gpt-4.1 and gpt-5.2 with our prompts even at one token per byte.",
+        "default fits the context of gpt-4.1 and gpt-5.2, with our prompts and the customer's lines, even at "
+        "one token per byte.",
     )
 
 

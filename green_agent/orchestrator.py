@@ -9,7 +9,8 @@ Who pays for what (the README's scoring rule): whatever goes wrong while receivi
 scoring what the agent sent is charged to the agent: `agent_error` for its own failures and for breaking a
 bound (`green_agent.limits`), `internal_error` for a bug of ours met on the way (logged with its traceback).
 Both score 0 and are never excluded. Only `InfrastructureError` (our user simulator or judge unavailable) is
-excluded, after the engine has retried the trial.
+excluded, after the engine has retried the trial; our LLM refusing a conversation the agent flooded is the
+agent's (`limits.llm_failure_outcome`).
 """
 
 from __future__ import annotations
