@@ -5,7 +5,9 @@ the assessment's own `concurrency`, then the white agent's (`max_concurrent_per_
 assessments of the same agent URL), then the process-wide `max_concurrent_trials`.
 
 `run()` is cancellable: cancelling it cancels its in-flight trials (their conversations close) and the
-cancellation propagates. Trials passed as `completed` are not run again (resume).
+cancellation propagates. Trials passed as `completed` are not run again (resume). A white agent that cannot
+be reached at the start (its card, or every message until it first answers) raises `AgentNotReachedError`:
+an assessment of an agent that was never there is no assessment, not a score of 0.
 """
 
 from __future__ import annotations
@@ -14,17 +16,17 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings, LLMEndpoint
-from green_agent.errors import AgentError
+from green_agent.errors import AgentError, AgentNotReachedError
 from green_agent.judge import Judge
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
 from green_agent.models import AssessmentReport, TrialResult, TrialStarted
-from green_agent.orchestrator import TrialDeps, TrialSpec, run_trial
+from green_agent.orchestrator import FirstContactFailed, TrialDeps, TrialSpec, run_trial
 from green_agent.prompts import load_prompt
 from green_agent.seeds import trial_seeds
 from green_agent.user_simulator import LLMUserSimulator, ScriptedUserSimulator, UserSimulator
@@ -142,9 +144,10 @@ class Engine:
         position = {key: i for i, key in enumerate(keys)}
         done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in position}
         emit = on_event or _ignore
-        self._pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
-        card_error = await self._card_error(config.agent_url)
-        deps = self._deps(config, emit, card_error)
+        pending = [key for key in keys if key not in done]
+        if pending:
+            await self._check_card(config.agent_url)
+        deps = self._deps(config, emit)
         assessment_bound = asyncio.Semaphore(config.concurrency)
         agent_bound = self._per_agent.setdefault(
             config.agent_url, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
@@ -158,9 +161,7 @@ class Engine:
 
         try:
             async with asyncio.TaskGroup() as group:
-                for task_id, trial in keys:
-                    if (task_id, trial) in done:
-                        continue
+                for task_id, trial in pending:
                     spec = TrialSpec(
                         task=self.data.tasks[task_id],
                         trial=trial,
@@ -170,27 +171,35 @@ class Engine:
                     )
                     group.create_task(one(spec))
         except BaseExceptionGroup as group_error:
-            # A failing event handler (e.g. the service's database) stops the assessment: surface it plainly.
-            raise group_error.exceptions[0] from group_error
+            # A failing event handler (e.g. the service's database) or an agent never reached stops the
+            # assessment, the other trials being cancelled: surface the reason plainly.
+            first = group_error.exceptions[0]
+            if isinstance(first, FirstContactFailed):
+                card = await self._pool.card(config.agent_url)  # cached by `_check_card`
+                advertised = ", ".join(i.url for i in card.supported_interfaces) or "no address"
+                problem = (
+                    "its agent card was read, but no message could be delivered to the address it advertises "
+                    f"({advertised}): {first.__cause__}"
+                )
+                raise AgentNotReachedError(config.agent_url, problem) from first.__cause__
+            raise first from group_error
 
         every = sorted([*done.values(), *results], key=lambda r: position[(r.task_id, r.trial)])
         return compute_report(config, every, time.monotonic() - clock)
 
-    async def _card_error(self, agent_url: str) -> AgentError | None:
-        """Fetch the card once up front (with its retries): when the agent cannot even be reached, every trial
-        fails at once with that reason instead of each retrying the connection in turn."""
+    async def _check_card(self, agent_url: str) -> None:
+        """Fetch the card once up front (with its retries; conversations reuse it): an agent whose card cannot
+        be read cannot be assessed, so the assessment fails at once rather than charging every trial."""
+        self._pool.forget_card(agent_url)  # an agent redeployed between assessments may have changed
         try:
             await self._pool.card(agent_url)
         except AgentError as exc:
-            return exc
-        return None
+            raise AgentNotReachedError(agent_url, str(exc)) from exc
 
-    def _deps(self, config: AssessmentConfig, emit: EventHandler, card_error: AgentError | None) -> TrialDeps:
+    def _deps(self, config: AssessmentConfig, emit: EventHandler) -> TrialDeps:
         turn_timeout = config.turn_timeout_s or self.settings.turn_timeout_s
 
         def open_conversation() -> contextlib.AbstractAsyncContextManager[Conversation]:
-            if card_error is not None:
-                return _failing(card_error)
             return self._pool.conversation(config.agent_url, turn_timeout_s=turn_timeout)
 
         def choose_dialect(conversation: Conversation) -> Dialect:
@@ -215,9 +224,3 @@ class Engine:
 
 async def _ignore(event: Any) -> None:
     return None
-
-
-@contextlib.asynccontextmanager
-async def _failing(error: AgentError) -> AsyncIterator[Conversation]:
-    raise type(error)(str(error))
-    yield  # an async generator, so that this is a context manager

@@ -17,7 +17,12 @@ from typing import Any
 
 from a2a.types import Part
 
-from green_agent.errors import AgentError, AgentProtocolError, InfrastructureError
+from green_agent.errors import (
+    AgentError,
+    AgentProtocolError,
+    AgentUnreachableError,
+    InfrastructureError,
+)
 from green_agent.judge import Judge
 from green_agent.models import (
     ToolCallRecord,
@@ -54,6 +59,22 @@ class TrialSpec:
 
 
 @dataclass
+class AgentContact:
+    """Shared by the trials of one assessment: has the white agent answered anything yet?
+
+    Until it has, a message that cannot be delivered means the agent is not reachable at all (not running,
+    or its card advertises an address we cannot reach): the trial raises `FirstContactFailed` and the
+    assessment fails, rather than every trial ending as an agent error. Once it has answered, a lost
+    connection is that trial's agent error."""
+
+    reached: bool = False
+
+
+class FirstContactFailed(Exception):
+    """No message could be delivered before the agent had answered any (the cause is the agent error)."""
+
+
+@dataclass
 class TrialDeps:
     """What a trial needs from the engine; built once per assessment."""
 
@@ -67,6 +88,7 @@ class TrialDeps:
     emit: EventSink
     turn_events: bool = True
     """False when nobody listens: then no `TurnTaken` is built per message."""
+    contact: AgentContact = field(default_factory=AgentContact)
 
 
 @dataclass
@@ -85,7 +107,7 @@ class EventHandlerFailed(Exception):
 
 async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
     """Run, score and report one trial. Failures of the agent or of our dependencies become outcomes; only
-    cancellation and a failing event handler propagate."""
+    cancellation, a failing event handler and an agent never reached (`FirstContactFailed`) propagate."""
     started = utcnow()
     state = TrialState()
     try:
@@ -94,6 +116,9 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
         assert exc.__cause__ is not None
         raise exc.__cause__ from None
     except AgentError as exc:
+        if isinstance(exc, AgentUnreachableError) and not deps.contact.reached:
+            raise FirstContactFailed() from exc
+        deps.contact.reached = True  # it timed out or answered wrongly: it was there
         reason, state.error = TerminationReason.AGENT_ERROR, f"{type(exc).__name__}: {exc}"
     except InfrastructureError as exc:
         reason, state.error = TerminationReason.INFRASTRUCTURE_ERROR, f"{type(exc).__name__}: {exc}"
@@ -173,6 +198,7 @@ class _Loop:
         )
         while True:
             reply = self.dialect.parse(await self.conversation.send(compose()))
+            self.deps.contact.reached = True
             position = len(self.state.transcript)
             self.state.warnings.extend(f"message {position}: {w}" for w in reply.warnings)
             text = reply.text or ""

@@ -107,17 +107,9 @@ async def score(
             counts=True,
             detail=f"ended with {reason}",
         ),
-        Signal(
-            name=SIGNAL_ACTION,
-            passed=all(a.matched for a in actions),
-            counts=False,
-            detail=f"{sum(a.matched for a in actions)}/{len(actions)} gold actions matched (diagnostic)",
-        ),
-        Signal(
-            name=SIGNAL_COMMUNICATE,
-            passed=all(c.met for c in communicate),
-            counts=False,
-            detail=f"{sum(c.met for c in communicate)}/{len(communicate)} required facts said (diagnostic)",
+        _diagnostic(SIGNAL_ACTION, [a.matched for a in actions], "gold actions matched", "no gold actions"),
+        _diagnostic(
+            SIGNAL_COMMUNICATE, [c.met for c in communicate], "required facts said", "no facts to communicate"
         ),
     ]
     return TrialResult(
@@ -143,6 +135,16 @@ async def score(
         num_errors=state.num_errors,
         started_at=started,
         finished_at=utcnow(),
+    )
+
+
+def _diagnostic(name: str, checks: list[bool], what: str, nothing: str) -> Signal:
+    """ACTION_MATCH or COMMUNICATE: not applicable (None) when the task has nothing to check, since a vacuous
+    pass says nothing about the agent."""
+    if not checks:
+        return Signal(name=name, passed=None, counts=False, detail=f"{nothing} in this task (not applicable)")
+    return Signal(
+        name=name, passed=all(checks), counts=False, detail=f"{sum(checks)}/{len(checks)} {what} (diagnostic)"
     )
 
 
