@@ -27,6 +27,8 @@ from a2a.types import (
     TaskState,
 )
 
+from green_agent.reference_agents import serve_reference_agent
+from retail_domain import RetailData
 from tests.api.servers import poll, serve_green
 
 
@@ -141,6 +143,29 @@ async def test_an_unreachable_agent_fails_the_task_saying_what_to_fix(
     assert "could not be reached" in message and "Check that the agent is running" in message
     rest = (await http.get(f"{green_url}assessments")).json()["data"][0]
     assert rest["status"] == "failed" and rest["a2a_task_id"] == task.id and rest["error"] in message
+
+
+async def test_a_resumed_a2a_assessment_whose_agent_is_gone_fails_its_task_saying_why(
+    database_url: str, http: httpx.AsyncClient, retail_data: RetailData
+) -> None:
+    # Started over A2A, interrupted by a restart, and by the next start its agent has gone away: the A2A
+    # task (nobody attached to it any more) ends failed with the reason, like a live one.
+    async with (
+        serve_reference_agent("idle", data=retail_data) as agent_url,
+        serve_green(database_url) as url,
+    ):
+        client = await a2a_client(url, http, streaming=False)
+        text = agentbeats(agent_url, num_tasks=2)
+        (first,) = [r async for r in client.send_message(request(text, return_immediately=True))]
+        await poll(http, f"{url}assessments", lambda b: b["data"] and b["data"][0]["status"] == "running")
+    async with serve_green(database_url) as url:
+        done = await poll(http, f"{url}assessments", lambda b: b["data"][0]["status"] == "failed")
+        client = await a2a_client(url, http, streaming=False)
+        task = await client.get_task(GetTaskRequest(id=first.task.id))
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    message = get_message_text(task.status.message)
+    assert message == f"Assessment failed: {done['data'][0]['error']}"
+    assert "could not be reached" in message and agent_url.rstrip("/") in message
 
 
 @pytest.mark.parametrize(
