@@ -26,7 +26,7 @@ from green_agent.models import SIGNAL_NL, AssessmentReport
 
 
 def _rate(report: AssessmentReport, name: str) -> str:
-    """ "0.9500 of 40 trials": a rate means little without how many trials (or assertions) it covers."""
+    """A rate with how many trials (or assertions) it covers, e.g. `0.9500 of 40 trials`."""
     rate = report.signal_rates.get(name)
     if name not in report.signal_applicable:  # a schema-1 report: its rates carry no counts
         return "n/a" if rate is None else f"{rate:.4f}"

@@ -131,7 +131,7 @@ ProgressEvent = Annotated[TrialStarted | TurnTaken | TrialFinished, Field(discri
 PARTIAL_REASONS = {
     "infrastructure_error": "excluded after infrastructure errors (user-simulator or judge LLM failed)",
     "not_judged": "not judged (no NL-assertion judge configured)",
-    "not_run": "not run (the assessment stopped before they ran)",
+    "not_run": "not run (the assessment was stopped first)",
 }
 """Why a trial can be missing from a report's metrics, as `partial_reasons` keys, with what each means."""
 

@@ -248,7 +248,7 @@ def test_a_report_is_complete_only_when_every_planned_trial_ran_and_was_scored()
     assert compute_report(config, trials).partial_reasons == {}
     cancelled = compute_report(config, trials, trials_planned=6)  # 4 never ran
     assert cancelled.complete is False and cancelled.partial_reasons == {"not_run": 4}
-    assert cancelled.partial_summary() == "4 trials not run (the assessment stopped before they ran)"
+    assert cancelled.partial_summary() == "4 trials not run (the assessment was stopped first)"
 
 
 def test_a_stored_version_1_report_still_loads() -> None:
