@@ -129,7 +129,8 @@ async def _assess(
     if final.report is not None:
         console.print(report_table(final, final.report))
         if not final.report.complete:
-            note = " (expected here)" if set(final.report.partial_reasons) <= set(expected_partial) else ""
+            expected = set(final.report.partial_reasons) <= set(expected_partial)
+            note = " (expected in the demo, which has no LLM judge)" if expected else ""
             console.print(
                 f"[bold yellow]PARTIAL{note}:[/bold yellow] {final.report.partial_summary()}; "
                 "the numbers cover only the scored trials"
