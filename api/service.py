@@ -35,7 +35,7 @@ from api.events import ProgressHub, StatusChanged, Subscription, TrialDone
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.errors import AgentNotReachedError
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, ProgressEvent, TrialFinished, TrialResult
+from green_agent.models import AssessmentReport, ProgressEvent, RunInfo, TrialFinished, TrialResult
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -96,6 +96,10 @@ class AssessmentEngine(Protocol):
         on_event: OnEvent | None = None,
         completed: Sequence[TrialResult] = (),
     ) -> AssessmentReport: ...
+
+    def run_info(self, config: AssessmentConfig) -> RunInfo:
+        """Which user simulator and judge an assessment of `config` uses."""
+        ...
 
 
 class AssessmentNotFound(LookupError):
@@ -254,7 +258,12 @@ class AssessmentService:
         # A cancelled assessment keeps a report over the trials that did finish, so the work is not lost; it
         # is partial, with the trials that never ran counted as `not_run`.
         trials = await self.repository.trial_results(assessment_id)
-        report = compute_report(config, trials, elapsed, trials_planned=trials_total) if trials else None
+        run_info = self._engine.run_info(config)
+        report = (
+            compute_report(config, trials, elapsed, trials_planned=trials_total, run_info=run_info)
+            if trials
+            else None
+        )
         await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")
 
     async def _finish(
