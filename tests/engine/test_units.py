@@ -280,7 +280,7 @@ def test_a_stored_version_1_report_still_loads() -> None:
 
 
 def test_config_validation_messages() -> None:
-    with pytest.raises(ValidationError, match="agent_url must be an http"):
+    with pytest.raises(ValidationError, match="only http:// or https:// URLs"):
         AssessmentConfig(agent_url="ftp://agent")
     with pytest.raises(ValidationError):
         AssessmentConfig(agent_url="http://agent", trials=33)
