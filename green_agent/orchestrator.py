@@ -4,10 +4,17 @@ The fixed greeting opens; the simulated user speaks next; each step moves one me
 reply runs in order against the trial's own environment (one step for the batch); after each step, unless
 tool results are still owed to the agent, `max_steps` and then cumulative `max_errors` are checked, and they
 override a stop given in the same step. Scoring follows in `scoring.py`.
+
+Who pays for what (the README's scoring rule): whatever goes wrong while receiving, reading, executing or
+scoring what the agent sent is charged to the agent: `agent_error` for its own failures and for breaking a
+bound (`green_agent.limits`), `internal_error` for a bug of ours met on the way (logged with its traceback).
+Both score 0 and are never excluded. Only `InfrastructureError` (our user simulator or judge unavailable) is
+excluded, after the engine has retried the trial.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -24,20 +31,15 @@ from green_agent.errors import (
     InfrastructureError,
 )
 from green_agent.judge import Judge
+from green_agent.limits import TRUNCATION_MARKER, AgentLimits, cut_text, message_bytes, storable
 from green_agent.llm import TokenUsage
-from green_agent.models import (
-    ToolCallRecord,
-    TranscriptMessage,
-    TrialFinished,
-    TrialResult,
-    TurnTaken,
-    utcnow,
-)
+from green_agent.models import ToolCallRecord, TranscriptMessage, TrialResult, TurnTaken, utcnow
 from green_agent.scoring import score, unscored
 from green_agent.usage import AgentUsageMeter, ModelPrice
 from green_agent.user_simulator import GREETING, UserSimulator, is_user_stop
 from green_agent.white_agent.client import Conversation
 from green_agent.white_agent.dialect import Dialect, ToolOutcome
+from green_agent.white_agent.intake import admit_reply
 from retail_domain import RetailData, RetailEnvironment, Task, TerminationReason
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,9 @@ TRIAL_SEED_KEY = "tau2_trial_seed"
 """Message metadata key carrying the trial seed (upstream passes it to the agent's LLM as `seed`)."""
 
 EventSink = Callable[[Any], Awaitable[None]]
+
+MAX_ERROR_CHARS = 2_000
+"""A trial's stored error message is cut to this: agent-controlled text often ends up in it."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ class TrialDeps:
     judge: Judge | None
     normalize_ids: bool
     emit: EventSink
+    limits: AgentLimits = field(default_factory=AgentLimits)
     turn_events: bool = True
     """False when nobody listens: then no `TurnTaken` is built per message."""
     user_model: str | None = None
@@ -106,6 +112,7 @@ class TrialState:
     num_errors: int = 0
     error: str | None = None
     db_hash: str | None = None
+    transcript_bytes: int = 0
     user_tokens: TokenUsage | None = None
     agent_usage: AgentUsageMeter | None = None
 
@@ -114,9 +121,18 @@ class EventHandlerFailed(Exception):
     """The caller's `on_event` raised; its exception (the cause) stops the run, it is no trial outcome."""
 
 
+class TranscriptFull(AgentProtocolError):
+    """The trial's transcript reached `max_transcript_bytes`: the agent has said or asked for too much."""
+
+
+def _describe(exc: BaseException) -> str:
+    return cut_text(storable(f"{type(exc).__name__}: {exc}"), MAX_ERROR_CHARS, "error message")[0]
+
+
 async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
-    """Run, score and report one trial. Failures of the agent or of our dependencies become outcomes; only
-    cancellation, a failing event handler and an agent never reached (`FirstContactFailed`) propagate."""
+    """Run and score one trial (the engine reports it). Failures of the agent or of our dependencies become
+    outcomes; only cancellation, a failing event handler and an agent never reached (`FirstContactFailed`)
+    propagate."""
     started = utcnow()
     state = TrialState()
     try:
@@ -128,22 +144,18 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
         if isinstance(exc, AgentUnreachableError) and not deps.contact.reached:
             raise FirstContactFailed() from exc
         deps.contact.reached = True  # it timed out or answered wrongly: it was there
-        reason, state.error = TerminationReason.AGENT_ERROR, f"{type(exc).__name__}: {exc}"
+        reason, state.error = TerminationReason.AGENT_ERROR, _describe(exc)
     except InfrastructureError as exc:
-        reason, state.error = TerminationReason.INFRASTRUCTURE_ERROR, f"{type(exc).__name__}: {exc}"
-    except Exception as exc:  # a bug of ours must not take other trials down; it is reported, not scored
-        log.exception("trial %s/%s crashed", spec.task.id, spec.trial)
-        reason = TerminationReason.INFRASTRUCTURE_ERROR
-        state.error = f"internal error: {type(exc).__name__}: {exc}"
+        reason, state.error = TerminationReason.INFRASTRUCTURE_ERROR, _describe(exc)
+    except Exception as exc:  # a bug of ours, met while handling the agent's input: it scores 0, never helps
+        log.exception("trial %s/%s met an internal error", spec.task.id, spec.trial)
+        reason, state.error = TerminationReason.INTERNAL_ERROR, f"internal error: {_describe(exc)}"
+    state.warnings = [storable(w) for w in state.warnings]
     try:
-        result = await score(spec, deps, state, reason, started)
-    except Exception as exc:  # a scoring bug must not take the other trials down either
-        log.exception("scoring trial %s/%s crashed", spec.task.id, spec.trial)
-        result = unscored(
-            spec, deps, state, started, f"internal error while scoring: {type(exc).__name__}: {exc}"
-        )
-    await deps.emit(TrialFinished(result=result))
-    return result
+        return await score(spec, deps, state, reason, started)
+    except Exception as exc:  # a scoring bug must not take the other trials down, nor help this agent
+        log.exception("scoring trial %s/%s met an internal error", spec.task.id, spec.trial)
+        return unscored(spec, deps, state, started, f"internal error while scoring: {_describe(exc)}")
 
 
 async def _converse(spec: TrialSpec, deps: TrialDeps, state: TrialState) -> TerminationReason:
@@ -175,8 +187,26 @@ class _Loop:
         self.agent_usage = state.agent_usage = AgentUsageMeter(*deps.agent_usage_bounds)
 
     async def record(self, role: Any, content: str | None, **extra: Any) -> None:
+        """Append a message; past `max_transcript_bytes` it is cut to fit, marked, and the trial ends."""
+        bound = self.deps.limits.max_transcript_bytes
+        marker = TRUNCATION_MARKER.format(what="trial transcript", limit=bound)
+        room = bound - len(marker.encode()) - self.state.transcript_bytes
+        size = message_bytes(content, extra.get("tool_calls"))
+        full = size > room
+        if full:  # keep what fits of the text; tool calls are dropped whole (they never ran)
+            kept = (content or "").encode()[: max(room, 0)].decode("utf-8", "ignore")
+            content, extra["tool_calls"] = kept + marker, None
+            size = message_bytes(content)
+        self.state.transcript_bytes += size
         message = TranscriptMessage(index=len(self.state.transcript), role=role, content=content, **extra)
         self.state.transcript.append(message)
+        await self._announce(message)
+        if full:
+            raise TranscriptFull(
+                f"the trial's transcript reached max_transcript_bytes={bound}; the rest was not kept"
+            )
+
+    async def _announce(self, message: TranscriptMessage) -> None:
         if not self.deps.turn_events:
             return
         try:
@@ -217,7 +247,7 @@ class _Loop:
             position = len(self.state.transcript)
             usage_warnings = self.agent_usage.add(answer.metadata)
             self.state.warnings.extend(f"message {position}: {w}" for w in usage_warnings)
-            reply = self.dialect.parse(answer)
+            reply = admit_reply(answer, self.dialect, self.deps.limits)
             del answer
             self.state.warnings.extend(f"message {position}: {w}" for w in reply.warnings)
             text = reply.text or ""
@@ -248,6 +278,7 @@ class _Loop:
     async def execute(self, calls: list[ToolCallRecord]) -> list[ToolOutcome]:
         outcomes = []
         for call in calls:
+            await asyncio.sleep(0)  # one call at a time on the event loop: a reply may hold several slow ones
             result = self.env.call(call.name, call.arguments)
             self.state.num_errors += int(result.error)
             outcomes.append(ToolOutcome(call.id, call.name, result.content, result.error))

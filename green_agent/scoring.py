@@ -192,14 +192,15 @@ def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:
 def unscored(
     spec: TrialSpec, deps: TrialDeps, state: TrialState, started: datetime, error: str
 ) -> TrialResult:
-    """The result of a trial that could not be scored: an infrastructure error, excluded from the metrics."""
+    """The result of a trial whose scoring met a bug of ours: `internal_error`, reward 0 (never excluded:
+    the agent's input may have provoked the bug, and it must not pay off)."""
     return TrialResult(
         task_id=spec.task.id,
         trial=spec.trial,
         seed=spec.seed,
-        termination_reason=str(TerminationReason.INFRASTRUCTURE_ERROR),
-        reward=None,
-        is_successful=None,
+        termination_reason=str(TerminationReason.INTERNAL_ERROR),
+        reward=0.0,
+        is_successful=False,
         transcript=state.transcript,
         protocol_warnings=state.warnings,
         error=error,
