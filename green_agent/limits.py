@@ -8,7 +8,10 @@ setting (`EngineSettings.limits`, env `GREEN_AGENT_MAX_*`) and every way past it
   any call bound (count, argument bytes, keys or depth, id or name length) ends the trial as `agent_error`;
 * text over `max_text_bytes` is cut, with a visible marker and a protocol warning; the conversation goes on;
 * a transcript reaching `max_transcript_bytes` is cut at the bound with a marker and ends the trial as
-  `agent_error`, so what is stored per trial stays within the bound.
+  `agent_error`, so what is stored per trial stays within the bound;
+* what the agent puts before our user-simulator and judge LLMs in one trial (its messages and the tool results
+  it asked for) reaching `max_agent_text_bytes_per_trial` is cut the same way and ends the trial as
+  `agent_error` before that text reaches an LLM, so flooding our LLMs' context is charged to the agent.
 
 Strings are made storable before they reach the trial (NUL and lone surrogates become U+FFFD, non-finite
 numbers become the strings "NaN", "Infinity", "-Infinity"), so one trial scores and stores identically on
@@ -24,6 +27,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from green_agent.errors import InfrastructureError, LLMContextTooLong
+from retail_domain import TerminationReason
 
 KIB = 1024
 TRUNCATION_MARKER = "…[truncated by the green agent: {what} over {limit} bytes]"
@@ -62,6 +68,14 @@ class AgentLimits(BaseModel):
         default=2 * 1024 * KIB,
         ge=16 * KIB,
         description="Bytes of one trial's transcript (contents and tool calls); reaching it ends the trial.",
+    )
+    max_agent_text_bytes_per_trial: int = Field(
+        default=192 * KIB,
+        ge=16 * KIB,
+        description="Bytes the agent puts before the user-simulator and judge LLMs in one trial: its "
+        "messages (text and tool calls) and the tool results it asked for; reaching it ends the trial. The "
+        "default fits the context of gpt-4.1 and gpt-5.2, with our prompts and the customer's lines, even at "
+        "one token per byte.",
     )
 
 
@@ -176,3 +190,26 @@ def message_bytes(content: str | None, tool_calls: Iterable[Any] | None = None) 
         size += utf8_size(fields["id"]) + utf8_size(fields["name"])
         size += utf8_size(compact_json(fields["arguments"]))
     return size
+
+
+# -- who pays when our LLM refuses the conversation ---------------------------------------------------------
+
+
+def llm_failure_outcome(
+    exc: InfrastructureError, agent_bytes: int, limits: AgentLimits
+) -> tuple[TerminationReason, str]:
+    """The termination and stored reason for a user-simulator or judge failure, `agent_bytes` into the trial.
+
+    Only a refusal of the conversation as too long for the model's context (`LLMContextTooLong`, a 400 that
+    no retry changes) can be the agent's doing, and it is charged to the agent only when the agent's own
+    text and tool results fill at least half of `max_agent_text_bytes_per_trial`: far more than any honest
+    conversation weighs (README, Scoring). Under that, the model's context is too small for an honest
+    conversation, a configuration of ours: like every other failure, it is an excluded infrastructure error.
+    """
+    if isinstance(exc, LLMContextTooLong) and 2 * agent_bytes >= limits.max_agent_text_bytes_per_trial:
+        return TerminationReason.AGENT_ERROR, (
+            f"the agent put {agent_bytes} bytes before our LLM (half of max_agent_text_bytes_per_trial="
+            f"{limits.max_agent_text_bytes_per_trial} or more), which refused the conversation as too "
+            f"long: {exc}"
+        )
+    return TerminationReason.INFRASTRUCTURE_ERROR, str(exc)

@@ -9,7 +9,8 @@ Who pays for what (the README's scoring rule): whatever goes wrong while receivi
 scoring what the agent sent is charged to the agent: `agent_error` for its own failures and for breaking a
 bound (`green_agent.limits`), `internal_error` for a bug of ours met on the way (logged with its traceback).
 Both score 0 and are never excluded. Only `InfrastructureError` (our user simulator or judge unavailable) is
-excluded, after the engine has retried the trial.
+excluded, after the engine has retried the trial; our LLM refusing a conversation the agent flooded is the
+agent's (`limits.llm_failure_outcome`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from green_agent.errors import (
     InfrastructureError,
 )
 from green_agent.judge import Judge
-from green_agent.limits import TRUNCATION_MARKER, AgentLimits, cut_text, message_bytes, storable
+from green_agent.limits import (
+    TRUNCATION_MARKER,
+    AgentLimits,
+    cut_text,
+    llm_failure_outcome,
+    message_bytes,
+    storable,
+)
 from green_agent.llm import TokenUsage
 from green_agent.models import ToolCallRecord, TranscriptMessage, TrialResult, TurnTaken, utcnow
 from green_agent.scoring import score, unscored
@@ -113,6 +121,8 @@ class TrialState:
     error: str | None = None
     db_hash: str | None = None
     transcript_bytes: int = 0
+    agent_bytes: int = 0
+    """What counts against `max_agent_text_bytes_per_trial`: the agent's messages and its tool results."""
     user_tokens: TokenUsage | None = None
     agent_usage: AgentUsageMeter | None = None
 
@@ -121,12 +131,17 @@ class EventHandlerFailed(Exception):
     """The caller's `on_event` raised; its exception (the cause) stops the run, it is no trial outcome."""
 
 
-class TranscriptFull(AgentProtocolError):
-    """The trial's transcript reached `max_transcript_bytes`: the agent has said or asked for too much."""
+class TrialBoundReached(AgentProtocolError):
+    """The trial's transcript reached `max_transcript_bytes`, or what the agent put before our LLMs reached
+    `max_agent_text_bytes_per_trial`: the agent has said or asked for too much."""
 
 
 def _describe(exc: BaseException) -> str:
-    return cut_text(storable(f"{type(exc).__name__}: {exc}"), MAX_ERROR_CHARS, "error message")[0]
+    return _describe_text(f"{type(exc).__name__}: {exc}")
+
+
+def _describe_text(text: str) -> str:
+    return cut_text(storable(text), MAX_ERROR_CHARS, "error message")[0]
 
 
 async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
@@ -145,8 +160,9 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
             raise FirstContactFailed() from exc
         deps.contact.reached = True  # it timed out or answered wrongly: it was there
         reason, state.error = TerminationReason.AGENT_ERROR, _describe(exc)
-    except InfrastructureError as exc:
-        reason, state.error = TerminationReason.INFRASTRUCTURE_ERROR, _describe(exc)
+    except InfrastructureError as exc:  # excluded, unless the agent flooded the user simulator's context
+        reason, why = llm_failure_outcome(exc, state.agent_bytes, deps.limits)
+        state.error = _describe_text(f"{type(exc).__name__}: {why}")
     except Exception as exc:  # a bug of ours, met while handling the agent's input: it scores 0, never helps
         log.exception("trial %s/%s met an internal error", spec.task.id, spec.trial)
         reason, state.error = TerminationReason.INTERNAL_ERROR, f"internal error: {_describe(exc)}"
@@ -186,25 +202,36 @@ class _Loop:
         self.user = deps.user.session(spec.task, spec.seed)
         self.agent_usage = state.agent_usage = AgentUsageMeter(*deps.agent_usage_bounds)
 
-    async def record(self, role: Any, content: str | None, **extra: Any) -> None:
-        """Append a message; past `max_transcript_bytes` it is cut to fit, marked, and the trial ends."""
-        bound = self.deps.limits.max_transcript_bytes
-        marker = TRUNCATION_MARKER.format(what="trial transcript", limit=bound)
-        room = bound - len(marker.encode()) - self.state.transcript_bytes
+    async def record(self, role: Any, content: str | None, *, by_agent: bool = True, **extra: Any) -> None:
+        """Append a message. Past `max_transcript_bytes`, or for a message `by_agent` (its own, or a tool
+        result it asked for) past `max_agent_text_bytes_per_trial`, the message is cut to fit, marked, and
+        the trial ends: before the text can reach the user simulator or the judge."""
+        limits, state = self.deps.limits, self.state
+        # (setting, what the marker calls it, bound, bytes used): the one with the least room left applies
+        bounds = [
+            ("max_transcript_bytes", "trial transcript", limits.max_transcript_bytes, state.transcript_bytes)
+        ]
+        if by_agent:
+            agent_bound = limits.max_agent_text_bytes_per_trial
+            bounds.append(
+                ("max_agent_text_bytes_per_trial", "agent text per trial", agent_bound, state.agent_bytes)
+            )
+        name, what, bound, used = min(bounds, key=lambda b: b[2] - b[3])
+        marker = TRUNCATION_MARKER.format(what=what, limit=bound)
+        room = bound - len(marker.encode()) - used
         size = message_bytes(content, extra.get("tool_calls"))
         full = size > room
         if full:  # keep what fits of the text; tool calls are dropped whole (they never ran)
             kept = (content or "").encode()[: max(room, 0)].decode("utf-8", "ignore")
             content, extra["tool_calls"] = kept + marker, None
             size = message_bytes(content)
-        self.state.transcript_bytes += size
-        message = TranscriptMessage(index=len(self.state.transcript), role=role, content=content, **extra)
-        self.state.transcript.append(message)
+        state.transcript_bytes += size
+        state.agent_bytes += size if by_agent else 0
+        message = TranscriptMessage(index=len(state.transcript), role=role, content=content, **extra)
+        state.transcript.append(message)
         await self._announce(message)
         if full:
-            raise TranscriptFull(
-                f"the trial's transcript reached max_transcript_bytes={bound}; the rest was not kept"
-            )
+            raise TrialBoundReached(f"the trial reached {name}={bound}; the rest was not kept")
 
     async def _announce(self, message: TranscriptMessage) -> None:
         if not self.deps.turn_events:
@@ -228,11 +255,11 @@ class _Loop:
             text = await self.user.reply(agent_text)
         finally:
             self.state.user_tokens = self.user.usage
-        await self.record("user", text)
+        await self.record("user", text, by_agent=False)
         return text, self.after_step(TerminationReason.USER_STOP if is_user_stop(text) else None)
 
     async def run(self) -> TerminationReason:
-        await self.record("assistant", GREETING)  # fixed, not a step
+        await self.record("assistant", GREETING, by_agent=False)  # fixed, not a step
         user_text, done = await self.user_says(GREETING)
         if done:
             return done

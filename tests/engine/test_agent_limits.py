@@ -218,6 +218,28 @@ async def test_transcript_bytes_per_trial(data: RetailData) -> None:
     assert (result.transcript[-1].content or "").endswith("over 16384 bytes]")
 
 
+async def test_agent_text_per_trial(data: RetailData) -> None:
+    """The agent's text up to the bound (less the room its marker needs) reaches the customer; one byte more
+    is cut and ends the trial before the customer sees it. Tool results count too; the customer's lines and
+    the fixed greeting do not."""
+    bound = 16 * 1024
+    room = bound - len(TRUNCATION_MARKER.format(what="agent text per trial", limit=bound).encode())
+    within = await one_trial(data, [text_parts(False, "z" * room)], max_agent_text_bytes_per_trial=bound)
+    assert within.termination_reason == "user_stop" and within.transcript[2].content == "z" * room
+
+    past = await one_trial(data, [text_parts(False, "z" * (room + 1))], max_agent_text_bytes_per_trial=bound)
+    assert past.termination_reason == "agent_error" and past.reward == 0.0
+    assert "max_agent_text_bytes_per_trial=16384" in (past.error or "")
+    assert [m.role for m in past.transcript] == ["assistant", "user", "assistant"]  # no customer answer
+    assert (past.transcript[-1].content or "").endswith("over 16384 bytes]")
+
+    read = call_parts(False, "list_all_product_types", {})  # ~1.5 KB of tool result each
+    reads = await one_trial(data, [read] * 20, max_agent_text_bytes_per_trial=bound)
+    assert reads.termination_reason == "agent_error" and reads.transcript[-1].role == "tool"
+    agent_sizes = [message_bytes(m.content, m.tool_calls) for m in reads.transcript[2:]]
+    assert sum(agent_sizes) <= bound
+
+
 async def test_nul_surrogates_and_non_finite_numbers_are_made_storable(data: RetailData) -> None:
     call = {"name": "calculate\x00", "arguments": {"expression\ud800": "1\x00", "n": math.nan}}
     raw = json.dumps(call).replace("NaN", "1e999")  # 1e999 reads as infinity
