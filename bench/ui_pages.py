@@ -45,6 +45,7 @@ def _report(data: RetailData, quality: float) -> AssessmentReport:
         num_trials=TRIALS,
         trials_total=len(tasks) * TRIALS,
         trials_scored=len(tasks) * TRIALS,
+        complete=True,
         avg_reward=quality,
         pass_hat_k={k: quality**k for k in range(1, TRIALS + 1)},
         signal_rates={"DB_STATE_MATCH": quality},

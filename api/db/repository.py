@@ -574,7 +574,7 @@ class AssessmentRepository:
                     AssessmentRow.created_at,
                     report["avg_reward"].as_float().label("avg_reward"),
                     report["excluded"].label("excluded"),
-                    report["complete"].label("complete"),
+                    report["complete"].as_boolean().label("complete"),
                 )
                 .where(AssessmentRow.status == COMPLETED)
                 .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)

@@ -159,7 +159,7 @@ async def assessments_page(
             "agent_filter": agent_filter,
             "agents": await runtime.repository.agent_urls(),
             "live_ids": [r.id for r in records if not r.finished],
-            "complete": {r.id: views.is_complete(r.report) for r in records if r.report is not None},
+            "complete": {r.id: r.report.complete for r in records if r.report is not None},
         },
     )
 
@@ -178,8 +178,7 @@ async def assessment_page(request: Request, assessment_id: str, runtime: Runtime
             "viewer": viewer,
             "record": record,
             "report": report,
-            "complete": views.is_complete(report) if report is not None else None,
-            "partial_reasons": views.partial_reasons(report) if report is not None else {},
+            "complete": report.complete if report is not None else None,
             "chart": views.pass_hat_k_chart(report) if report is not None and report.pass_hat_k else None,
             "grid": rows,
             "outcome_counts": views.outcome_counts(rows),

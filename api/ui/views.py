@@ -127,23 +127,9 @@ def outcome_counts(rows: Iterable[GridRow]) -> dict[str, int]:
 
 
 def complete_from(excluded: dict[str, int], flag: bool | None) -> bool:
-    """Complete = no trial excluded or left unjudged. The report's own `complete` flag decides once reports
-    carry it; older reports are judged by their exclusion counts."""
+    """Whether a stored report is complete, from values read inside its JSON: its `complete` flag, or for a
+    version-1 report (no flag) its exclusion counts, as `AssessmentReport` derives it on loading."""
     return flag if flag is not None else not any(excluded.values())
-
-
-def is_complete(report: AssessmentReport) -> bool:
-    flag = getattr(report, "complete", None)
-    return complete_from(report.excluded, flag if isinstance(flag, bool) else None)
-
-
-def partial_reasons(report: AssessmentReport) -> dict[str, int]:
-    """Why a report is partial (reason -> trials): the report's own `partial_reasons` once reports carry
-    them, else its exclusion counts."""
-    reasons = getattr(report, "partial_reasons", None)
-    if not isinstance(reasons, dict):
-        reasons = report.excluded
-    return {reason: n for reason, n in reasons.items() if n}
 
 
 # -- charts ------------------------------------------------------------------------------------------------

@@ -106,7 +106,13 @@ async def test_finish_page_and_unfinished(repo: AssessmentRepository) -> None:
     a, _ = await repo.create(new(agent="http://a.test"))
     b, _ = await repo.create(new(agent="http://b.test"))
     report = AssessmentReport(
-        num_tasks=1, num_trials=1, trials_total=1, trials_scored=1, avg_reward=1.0, pass_hat_k={1: 1.0}
+        num_tasks=1,
+        num_trials=1,
+        trials_total=1,
+        trials_scored=1,
+        complete=True,
+        avg_reward=1.0,
+        pass_hat_k={1: 1.0},
     )
     done = await repo.finish(a.id, COMPLETED, report=report)
     assert done is not None and done.status == COMPLETED and done.report == report
@@ -127,9 +133,22 @@ async def test_what_the_web_ui_reads(repo: AssessmentRepository) -> None:
     b, _ = await repo.create(new(agent="http://a.test"))
     c, _ = await repo.create(new(agent="http://a.test"))
     full = AssessmentReport(
-        num_tasks=1, num_trials=1, trials_total=1, trials_scored=1, avg_reward=0.75, pass_hat_k={1: 0.75}
+        num_tasks=1,
+        num_trials=1,
+        trials_total=1,
+        trials_scored=1,
+        complete=True,
+        avg_reward=0.75,
+        pass_hat_k={1: 0.75},
     )
-    partial = full.model_copy(update={"avg_reward": None, "excluded": {"not_judged": 1}})
+    partial = full.model_copy(
+        update={
+            "avg_reward": None,
+            "complete": False,
+            "partial_reasons": {"not_judged": 1},
+            "excluded": {"not_judged": 1},
+        }
+    )
     await repo.finish(a.id, COMPLETED, report=full)
     await repo.finish(b.id, COMPLETED, report=partial)
     await repo.finish(c.id, "failed", error="boom")
@@ -140,7 +159,7 @@ async def test_what_the_web_ui_reads(repo: AssessmentRepository) -> None:
     assert set(scores) == {a.id, b.id}
     assert scores[a.id].avg_reward == 0.75 and scores[a.id].agent_url == "http://b.test"
     assert scores[b.id].avg_reward is None and scores[b.id].excluded == {"not_judged": 1}
-    assert scores[a.id].complete is None  # these reports carry no `complete` flag
+    assert scores[a.id].complete is True and scores[b.id].complete is False
     assert await repo.reports([a.id, c.id]) == {a.id: full}
 
     await repo.save_trial(a.id, trial("3", 0))

@@ -73,7 +73,7 @@ async def test_failed_trial_shows_db_diff_and_hostile_text_stays_text(tab: Tab, 
     grid = page.locator("#trial-grid")
     await expect(grid.locator("a.cell.o-failed_db")).to_have_count(4)
     await expect(grid.locator("a.cell.o-excluded")).to_have_count(4)
-    await expect(page.locator(".note")).to_contain_text("4 trials infrastructure_error")
+    await expect(page.locator("#partial")).to_contain_text("4 trials excluded after infrastructure errors")
     await expect(page.locator("body")).to_contain_text("final DB differs from gold")
 
     await grid.locator('a.cell[href$="/trials/0/0"]').click()
