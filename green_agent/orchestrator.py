@@ -247,8 +247,10 @@ class _Loop:
             position = len(self.state.transcript)
             usage_warnings = self.agent_usage.add(answer.metadata)
             self.state.warnings.extend(f"message {position}: {w}" for w in usage_warnings)
+            await asyncio.sleep(0)  # reading the reply is a callback of its own (LOOP_SLICE)
             reply = admit_reply(answer, self.dialect, self.deps.limits)
             del answer
+            await asyncio.sleep(0)
             self.state.warnings.extend(f"message {position}: {w}" for w in reply.warnings)
             text = reply.text or ""
             if not reply.calls and not text.strip():

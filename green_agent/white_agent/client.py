@@ -144,6 +144,7 @@ class _BoundedTransport(httpx.AsyncBaseTransport):
             raise AgentProtocolError(
                 f"the agent's response holds more than {self._max_values} JSON values (max_reply_values)"
             )
+        await asyncio.sleep(0)  # the SDK parses the body on return: in a callback of its own (LOOP_SLICE)
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "transfer-encoding"]
         return httpx.Response(
             response.status_code,
@@ -408,6 +409,7 @@ class Conversation:
             final = event
         if final is None:
             raise AgentProtocolError("the agent sent no response")
+        await asyncio.sleep(0)  # turning its parts into Python values is the next slice (LOOP_SLICE)
         if final.HasField("message"):
             self._open_task_id = None
             return _reply_from_parts(list(final.message.parts), final.message)
