@@ -29,16 +29,25 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.harness import DEFAULT_PG_URL, DatabaseKind, engine_settings, fresh_database, green_agent_service
+from bench.harness import (
+    DEFAULT_PG_URL,
+    DatabaseKind,
+    GreenAgent,
+    engine_settings,
+    fresh_database,
+    green_agent_service,
+)
 from bench.procstats import mib, peak_rss_bytes, reset_peak_rss, rss_bytes
 from bench.tables import print_table
 from bench.white_agent import white_agent_process
 from green_agent import AssessmentConfig, TaskSelection, TrialResult
-from green_agent.limits import message_bytes
+from green_agent.limits import AgentLimits, message_bytes
+from green_agent.models import ToolCallRecord, TranscriptMessage, utcnow
 from green_agent.reference_agents.hostile import worst_cases
 from retail_domain import load_retail_data
 
 TIMER_S = 0.005
+TARGET_S = 0.010
 
 
 @dataclass
@@ -47,6 +56,9 @@ class LoopWatch:
 
     lags: list[float] = field(default_factory=list)
     slowest: list[tuple[float, str]] = field(default_factory=list)
+    callbacks: int = 0
+    over_target: int = 0
+    """Callbacks that took more than `TARGET_S` of CPU (issue 8: no message costs more than ~10 ms)."""
 
     async def tick(self) -> None:
         while True:
@@ -65,6 +77,8 @@ class LoopWatch:
             started = time.thread_time()  # CPU of the loop's thread: a busy machine does not inflate it
             original(handle)
             took = time.thread_time() - started
+            self.callbacks += 1
+            self.over_target += took > TARGET_S
             if len(self.slowest) < 5 or took > self.slowest[-1][0]:
                 self.slowest.append((took, f"{resumed} -> {_where(handle)}"))
                 self.slowest.sort(reverse=True)
@@ -92,11 +106,56 @@ def _where(handle: asyncio.events.Handle) -> str:
     return location
 
 
+def trial_at_transcript_bound(task_id: str) -> TrialResult:
+    """A trial whose transcript fills `max_transcript_bytes` with small messages, the costliest kind to store
+    (the cost is per row): replies of 4 tool calls of ~120 bytes each, and their results."""
+    bound = AgentLimits().max_transcript_bytes
+    now = utcnow()
+    messages: list[TranscriptMessage] = []
+    size = 0
+    while size < bound:
+        i = len(messages)
+        if i % 2:
+            message = TranscriptMessage(index=i, role="tool", content="é" * 256, tool_call_id=f"c{i - 1}_0")
+        else:
+            calls = [
+                ToolCallRecord(id=f"c{i}_{j}", name="calculate", arguments={"expression": "1." + "0" * 100})
+                for j in range(4)
+            ]
+            message = TranscriptMessage(index=i, role="assistant", tool_calls=calls)
+        size += message_bytes(message.content, message.tool_calls)
+        messages.append(message)
+    return TrialResult(
+        task_id=task_id,
+        trial=0,
+        seed=0,
+        termination_reason="agent_error",
+        reward=0.0,
+        is_successful=False,
+        transcript=messages,
+        steps=len(messages),
+        started_at=now,
+        finished_at=now,
+    )
+
+
+async def store_at_bound(green: GreenAgent, config: AssessmentConfig) -> tuple[LoopWatch, int]:
+    """Store one trial at the transcript bound (in an assessment of its own), timing the loop's callbacks."""
+    record, _ = await green.service.create(config, source="bench", start=False)
+    trial = trial_at_transcript_bound(config.tasks.task_ids[0] if config.tasks.task_ids else "0")
+    watch = LoopWatch()
+    with watch.timing_callbacks():
+        await green.repository.save_trial(record.id, trial)
+    return watch, len(trial.transcript)
+
+
 @dataclass
 class Outcome:
     database: str
     wall_s: float
     watch: LoopWatch
+    store_watch: LoopWatch
+    store_messages: int
     rss_before: int
     rss_peak: int
     trials: list[TrialResult]
@@ -134,7 +193,8 @@ async def run_one(database: DatabaseKind, trials: int, pg_url: str) -> Outcome:
             raise RuntimeError(f"assessment ended {final.status}: {final.error}")
         rss_peak = peak_rss_bytes()
         stored = await green.repository.trial_results(record.id)
-    return Outcome(database, wall, watch, rss_before, rss_peak, stored)
+        store_watch, store_messages = await store_at_bound(green, config)
+    return Outcome(database, wall, watch, store_watch, store_messages, rss_before, rss_peak, stored)
 
 
 def report(outcomes: list[Outcome], trials: int) -> None:
@@ -154,6 +214,8 @@ def report(outcomes: list[Outcome], trials: int) -> None:
                 ms(lags[int(0.99 * (len(lags) - 1))]),
                 ms(lags[-1]),
                 ms(o.watch.slowest[0][0]),
+                f"{o.watch.over_target} of {o.watch.callbacks}",
+                ms(o.store_watch.slowest[0][0]),
                 mib(o.rss_before),
                 mib(o.rss_peak),
                 f"{sum(stored) / 1024:.0f} / {max(stored) / 1024:.0f}",
@@ -170,6 +232,8 @@ def report(outcomes: list[Outcome], trials: int) -> None:
             "lag p99 ms",
             "lag max ms",
             "longest callback CPU ms",
+            f"callbacks over {TARGET_S * 1000:.0f} ms CPU",
+            "storing a full transcript: longest callback CPU ms",
             "RSS before MiB",
             "RSS peak MiB",
             "transcripts KiB total / max",
@@ -181,6 +245,10 @@ def report(outcomes: list[Outcome], trials: int) -> None:
         print(f"{o.database}: longest callbacks: " + "; ".join(f"{ms(t)} ms {w}" for t, w in o.watch.slowest))
         ends = Counter(t.termination_reason for t in o.trials)
         print(f"{o.database}: trials ended: {dict(ends)}")
+        print(
+            f"{o.database}: storing one trial at max_transcript_bytes ({o.store_messages} messages): longest "
+            "callbacks: " + "; ".join(f"{ms(t)} ms {w}" for t, w in o.store_watch.slowest)
+        )
 
 
 async def measure(options: argparse.Namespace) -> list[Outcome]:
