@@ -141,6 +141,7 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
         log.exception("trial %s/%s met an internal error", spec.task.id, spec.trial)
         reason, state.error = TerminationReason.INTERNAL_ERROR, f"internal error: {_describe(exc)}"
     state.warnings = [storable(w) for w in state.warnings]
+    await asyncio.sleep(0)  # scoring, in a loop callback of its own: not one more step after the last reply's
     try:
         return await score(spec, deps, state, reason, started)
     except Exception as exc:  # a scoring bug must not take the other trials down, nor help this agent
