@@ -10,9 +10,9 @@ Printed per database: event-loop lag (how late a 5 ms timer fires; p50, p99, max
 machine inflates it), the longest single callbacks the loop ran, in CPU time (where the task resumed -> where
 it stopped next; how many took over 10 ms, with and without the garbage collections inside them; the longest
 full collection), the longest callback while one trial at `max_transcript_bytes` is stored, the green agent's
-RSS before and at its peak, bytes stored, and how the trials ended. The
-loop is plain asyncio here, so that each callback can be timed. One unmeasured pass over the same tasks comes
-first: one-time costs are not the point here.
+RSS before and at its peak, bytes stored, and how the trials ended. The loop is plain asyncio here, so that
+each callback can be timed. One unmeasured pass over the same tasks comes first: one-time costs are not the
+point here.
 
     .venv/bin/python -m bench.hostile_load                    # 64 trials, SQLite and PostgreSQL
     .venv/bin/python -m bench.hostile_load --trials 32 --databases sqlite
