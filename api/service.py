@@ -31,7 +31,9 @@ from api.db.repository import (
     AssessmentRepository,
     NewAssessment,
 )
+from api.db.tables import DEFAULT_TENANT
 from api.events import ProgressHub, StatusChanged, Subscription, TrialDone
+from api.quotas import QuotaPolicy
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.metrics import compute_report
 from green_agent.models import AssessmentReport, ProgressEvent, TrialFinished, TrialResult
@@ -108,10 +110,15 @@ class AssessmentService:
         repository: AssessmentRepository,
         engine: AssessmentEngine,
         hub: ProgressHub | None = None,
+        quotas: QuotaPolicy | None = None,
     ) -> None:
         self.repository = repository
         self.hub = hub or ProgressHub()
         self._engine = engine
+        self._quotas = quotas
+        # Admission (quota check, then insert) happens one request at a time, so two requests cannot both
+        # fit under a limit that only one of them fits under. One process owns a database (README).
+        self._admission = asyncio.Lock()
         self._running: dict[str, asyncio.Task[None]] = {}
         self._cancel_requested: set[str] = set()
         # Called with the final record whenever an assessment reaches a terminal status (A2A bookkeeping).
@@ -124,30 +131,45 @@ class AssessmentService:
         config: AssessmentConfig,
         *,
         source: str,
+        tenant: str = DEFAULT_TENANT,
+        allow_private_agents: bool = True,
         idempotency_key: str | None = None,
         a2a_task_id: str | None = None,
         a2a_context_id: str | None = None,
         notes: Sequence[str] = (),
         start: bool = True,
     ) -> tuple[AssessmentRecord, bool]:
-        """Validate and store a new assessment (or return the one this idempotency key made); start it.
+        """Validate and store a new assessment of `tenant` (or return the one this tenant's idempotency key
+        made); start it.
 
-        Raises ConfigError when the engine refuses the config, IdempotencyConflict when the key was used for
-        another request. `notes` are kept with the assessment (e.g. what an A2A request asked for that was
-        mapped or ignored)."""
+        Raises ConfigError when the engine or the tenant's quota refuses the config, QuotaExceeded when the
+        tenant or the service has too much unfinished work right now, IdempotencyConflict when the key was
+        used for another request. `notes` are kept with the assessment (e.g. what an A2A request asked for
+        that was mapped or ignored)."""
         task_ids = self._engine.validate(config)
-        record, created = await self.repository.create(
-            NewAssessment(
-                config=config.model_dump(mode="json"),
-                agent_url=config.agent_url,
-                trials_total=len(task_ids) * config.trials,
-                source=source,
-                warnings=[*notes, *concurrency_warnings(config, self._engine.settings)],
-                idempotency_key=idempotency_key,
-                a2a_task_id=a2a_task_id,
-                a2a_context_id=a2a_context_id,
-            )
+        trials_total = len(task_ids) * config.trials
+        new = NewAssessment(
+            config=config.model_dump(mode="json"),
+            agent_url=config.agent_url,
+            trials_total=trials_total,
+            source=source,
+            warnings=[*notes, *concurrency_warnings(config, self._engine.settings)],
+            tenant=tenant,
+            allow_private_agents=allow_private_agents,
+            idempotency_key=idempotency_key,
+            a2a_task_id=a2a_task_id,
+            a2a_context_id=a2a_context_id,
         )
+        async with self._admission:
+            if idempotency_key is not None:
+                # A replayed request returns what the first one made, whatever the load is now.
+                existing = await self.repository.find_idempotent(tenant, idempotency_key, new.config)
+                if existing is not None:
+                    return existing, False
+            if self._quotas is not None:
+                self._quotas.check_config(config, trials_total, tenant)
+                self._quotas.check_load(await self.repository.load(tenant), trials_total, tenant)
+            record, created = await self.repository.create(new)
         if created and start:
             self.start(record)
         return record, created
@@ -294,8 +316,10 @@ class AssessmentService:
 
     # -- reading, waiting, cancelling ---------------------------------------------------------------------
 
-    async def get(self, assessment_id: str) -> AssessmentRecord:
-        record = await self.repository.get(assessment_id)
+    async def get(self, assessment_id: str, *, tenant: str | None = None) -> AssessmentRecord:
+        """The assessment; AssessmentNotFound when it does not exist or (with `tenant`) is another
+        tenant's: the two are indistinguishable to the caller."""
+        record = await self.repository.get(assessment_id, tenant=tenant)
         if record is None:
             raise AssessmentNotFound(assessment_id)
         return record

@@ -9,11 +9,12 @@ what is expected; the executor turns that message into a rejected task.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from api import strict_json
+from api.strict_json import preview
 from green_agent.config import AssessmentConfig, TaskSelection
 
 EXPECTED = (
@@ -57,7 +58,7 @@ class AgentBeatsConfig(BaseModel):
     def _retail_only(cls, value: str) -> str:
         if value.strip().lower() != "retail":
             raise ValueError(
-                f'domain must be "retail" (this green agent runs tau2 retail only), got {value!r}'
+                f'domain must be "retail" (this green agent runs tau2 retail only), got {preview(value, 60)}'
             )
         return "retail"
 
@@ -106,15 +107,22 @@ def _describe(error: ValidationError) -> str:
 
 
 def parse_request(
-    text: str, *, split_ids: dict[str, tuple[str, ...]], user_models: list[str]
+    text: str,
+    *,
+    split_ids: dict[str, tuple[str, ...]],
+    user_models: list[str],
+    max_json_depth: int = 32,
 ) -> tuple[AssessmentConfig, list[str]]:
     """Turn the request text into an AssessmentConfig plus notes for the requester (what was ignored/mapped).
 
-    `split_ids` are the task ids of each split (to apply sharding); `user_models` the configured names."""
+    `split_ids` are the task ids of each split (to apply sharding); `user_models` the configured names. The
+    JSON is parsed strictly (api.strict_json), like a REST body."""
+    if not text.strip():
+        raise RequestError(f"The request is empty. {EXPECTED}")
     try:
-        payload = json.loads(text)
-    except json.JSONDecodeError:
-        raise RequestError(f"The request is not JSON. {EXPECTED}") from None
+        payload = strict_json.loads(text, max_depth=max_json_depth)
+    except strict_json.UnsafeJSON as exc:
+        raise RequestError(f"The request is not JSON this service accepts: {exc}. {EXPECTED}") from None
     if not isinstance(payload, dict):
         raise RequestError(f"The request must be a JSON object. {EXPECTED}")
     try:
@@ -126,7 +134,7 @@ def parse_request(
     notes: list[str] = []
     split = cfg.split or "base"
     if split not in split_ids:
-        raise RequestError(f"config.split must be one of {', '.join(split_ids)}, got {split!r}")
+        raise RequestError(f"config.split must be one of {', '.join(split_ids)}, got {preview(split, 60)}")
     if cfg.task_ids is not None:
         ids = list(cfg.task_ids)
         if cfg.num_tasks is not None:
@@ -146,8 +154,8 @@ def parse_request(
             user_model = cfg.user_llm
         else:
             notes.append(
-                f"user_llm {cfg.user_llm!r} is not configured here; using the operator's default user model "
-                f"(configured: {', '.join(user_models)})"
+                f"user_llm {preview(cfg.user_llm, 60)} is not configured here; using the operator's default "
+                f"user model (configured: {', '.join(user_models)})"
             )
     dialect = cfg.dialect if cfg.dialect in ("auto", "text", "structured") else "auto"
     try:
