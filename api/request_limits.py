@@ -69,10 +69,11 @@ class RequestGuard:
         try:
             body, more_body = await self._read_body(scope, receive)
         except BodyTooLarge:
+            # No `Connection: close`: closing with unread bytes makes the kernel reset the connection, and the
+            # client may lose this answer. uvicorn discards the rest of the body instead (bounded by its
+            # keep-alive timeout), and the client reads the 413 when it is done sending.
             response = _json_response(
-                413,
-                {"detail": f"the request body is larger than {self.max_body_bytes} bytes; send less"},
-                headers={"Connection": "close"},
+                413, {"detail": f"the request body is larger than {self.max_body_bytes} bytes; send less"}
             )
             await response(scope, receive, send)
             return
