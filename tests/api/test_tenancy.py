@@ -3,6 +3,7 @@ key, across the REST routes and the A2A methods (the a2a-sdk client over loopbac
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -28,7 +29,8 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError
 
-from api.auth import open_mode_warning
+from api.auth import Principal, open_mode_warning, principal_for_key
+from api.cli import main as cli_main
 from api.db.engine import create_engine
 from api.db.keys import KeyRepository, hash_key
 from tests.api.servers import poll, serve_green
@@ -220,3 +222,41 @@ async def test_serve_warns_in_open_mode_on_a_public_bind(
         async with serve_green(database_url, host="127.0.0.1"):
             pass
     assert not any("OPEN MODE" in r.getMessage() for r in caplog.records)
+
+
+async def test_keys_cli_shows_the_secret_once_and_revokes(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def keys(*args: str) -> tuple[int, str]:
+        # The command's own entry point, in a thread (it runs its own event loop).
+        code = await asyncio.to_thread(cli_main, ["keys", *args, "--database-url", database_url])
+        captured = capsys.readouterr()
+        return code, captured.out + captured.err
+
+    code, created = await keys("create", "--tenant", "acme", "--allow-private-agents")
+    assert code == 0, created
+    secret = created.strip().splitlines()[-1]
+    assert secret.startswith("ga_") and len(secret) >= 40
+    key_id = created.split("created key ")[1].split()[0]
+    assert "for tenant acme (allow-private-agents)" in created
+
+    code, listed = await keys("list")
+    assert code == 0 and key_id in listed and "acme" in listed and secret not in listed
+    assert listed.splitlines()[1].split()[-1] == "-"  # not revoked
+
+    engine = create_engine(database_url)
+    try:
+        principal = await principal_for_key(KeyRepository(engine), secret)
+        assert principal == Principal(tenant="acme", admin=False, allow_private_agents=True, key_id=key_id)
+        code, revoked = await keys("revoke", key_id)
+        assert code == 0 and f"key {key_id} of tenant acme is revoked" in revoked
+        assert await principal_for_key(KeyRepository(engine), secret) is None
+    finally:
+        await engine.dispose()
+    code, listed = await keys("list")
+    assert listed.splitlines()[1].split()[-1] != "-"
+
+    code, unknown = await keys("revoke", "nope")
+    assert code == 1 and "no key with id 'nope'" in unknown
+    code, bad = await keys("create", "--tenant", "a b")
+    assert code == 2 and "not valid" in bad
