@@ -150,9 +150,9 @@ async def test_keys_and_tenancy_matrix_over_rest_and_a2a(green: tuple[str, Keys]
         httpx.AsyncClient(timeout=30, headers=bearer(keys.revoked)) as revoked_http,
     ):
         for http in (anonymous_http, revoked_http):
-            client = await a2a_client(url, http)  # the card is public
+            refused = await a2a_client(url, http)  # the card is public
             with pytest.raises(A2AClientError):
-                [r async for r in client.send_message(agentbeats_request(idle_url))]
+                [r async for r in refused.send_message(agentbeats_request(idle_url))]
 
         a_client, b_client, admin_client = [await a2a_client(url, h) for h in (a_http, b_http, admin_http)]
         (first_a,) = [r async for r in a_client.send_message(agentbeats_request(idle_url))]
