@@ -22,6 +22,7 @@ from a2a.server.routes import (
 from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.middleware.authentication import AuthenticationMiddleware
 
 from api import __version__
@@ -109,6 +110,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.include_router(router, responses=AUTH_RESPONSES)
     # A2A last: its REST binding mounts a catch-all `/{tenant}` that must not shadow the routes above.
     tenant_context = TenantContextBuilder()
+    rest_api_routes = list(app.routes)
     add_a2a_routes_to_fastapi(
         app,
         agent_card_routes=create_agent_card_routes(card),
@@ -119,4 +121,9 @@ def create_app(settings: Settings) -> FastAPI:
             handler, enable_v0_3_compat=True, path_prefix=REST_PREFIX, context_builder=tenant_context
         ),
     )
+    # The A2A routes are described by the agent card and the A2A specification; the SDK's generated OpenAPI
+    # entries for them document no request bodies or error statuses, so they stay out of the REST schema.
+    for route in app.routes:
+        if route not in rest_api_routes and isinstance(route, APIRoute):
+            route.include_in_schema = False
     return app

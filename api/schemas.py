@@ -14,6 +14,10 @@ MAX_OFFSET = 2**31 - 1
 """Largest offset (and trial number) a request may give: what a 32-bit integer column holds on every
 backend; larger values were a 500 on PostgreSQL."""
 
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such assessment, or it belongs to another tenant (the two look the same)."}
+}
+
 
 class Progress(BaseModel):
     trials_done: int

@@ -11,7 +11,7 @@ from api.auth import PrincipalDep
 from api.db.repository import IdempotencyConflict
 from api.deps import RepositoryDep, ServiceDep
 from api.quotas import QuotaExceeded
-from api.schemas import MAX_OFFSET, AssessmentPublic, AssessmentsPage, LeaderboardResult
+from api.schemas import MAX_OFFSET, NOT_FOUND, AssessmentPublic, AssessmentsPage, LeaderboardResult
 from green_agent.config import AssessmentConfig, ConfigError
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])
@@ -97,7 +97,9 @@ async def list_assessments(
     )
 
 
-@router.get("/{assessment_id}", response_model=AssessmentPublic, summary="One assessment")
+@router.get(
+    "/{assessment_id}", response_model=AssessmentPublic, summary="One assessment", responses=NOT_FOUND
+)
 async def get_assessment(
     assessment_id: str, service: ServiceDep, principal: PrincipalDep
 ) -> AssessmentPublic:
@@ -108,7 +110,7 @@ async def get_assessment(
     "/{assessment_id}/cancel",
     response_model=AssessmentPublic,
     summary="Cancel a queued or running assessment",
-    responses={409: {"description": "The assessment had already finished."}},
+    responses={**NOT_FOUND, 409: {"description": "The assessment had already finished."}},
 )
 async def cancel_assessment(
     assessment_id: str, service: ServiceDep, principal: PrincipalDep
@@ -127,7 +129,7 @@ async def cancel_assessment(
     "/{assessment_id}/leaderboard",
     response_model=LeaderboardResult,
     summary="The assessment as an AgentBeats leaderboard results file",
-    responses={409: {"description": "The assessment has no report yet."}},
+    responses={**NOT_FOUND, 409: {"description": "The assessment has no report yet."}},
 )
 async def leaderboard_result(
     assessment_id: str, service: ServiceDep, principal: PrincipalDep

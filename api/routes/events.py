@@ -16,8 +16,9 @@ from api.auth import PrincipalDep
 from api.db.repository import TERMINAL
 from api.deps import ServiceDep
 from api.events import Lagged, StatusChanged
+from api.schemas import NOT_FOUND
 
-router = APIRouter(prefix="/assessments/{assessment_id}/events", tags=["events"])
+router = APIRouter(prefix="/assessments/{assessment_id}/events", tags=["events"], responses=NOT_FOUND)
 
 
 @router.get(

@@ -8,10 +8,10 @@ from fastapi import APIRouter, HTTPException, Path, Query, status
 
 from api.auth import Principal, PrincipalDep
 from api.deps import RepositoryDep
-from api.schemas import MAX_OFFSET, TrialsPage, TrialSummaryPublic
+from api.schemas import MAX_OFFSET, NOT_FOUND, TrialsPage, TrialSummaryPublic
 from green_agent.models import TrialResult
 
-router = APIRouter(prefix="/assessments/{assessment_id}/trials", tags=["trials"])
+router = APIRouter(prefix="/assessments/{assessment_id}/trials", tags=["trials"], responses=NOT_FOUND)
 
 
 async def _require_assessment(repository: RepositoryDep, assessment_id: str, principal: Principal) -> None:
