@@ -36,7 +36,7 @@ from api.events import ProgressHub, StatusChanged, Subscription, TrialDone
 from api.quotas import QuotaPolicy
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, ProgressEvent, TrialFinished, TrialResult
+from green_agent.models import AssessmentReport, ProgressEvent, RunInfo, TrialFinished, TrialResult
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -97,6 +97,10 @@ class AssessmentEngine(Protocol):
         on_event: OnEvent | None = None,
         completed: Sequence[TrialResult] = (),
     ) -> AssessmentReport: ...
+
+    def run_info(self, config: AssessmentConfig) -> RunInfo:
+        """Which user simulator and judge an assessment of `config` uses."""
+        ...
 
 
 class AssessmentNotFound(LookupError):
@@ -266,7 +270,8 @@ class AssessmentService:
     async def _finish_cancelled(self, assessment_id: str, config: AssessmentConfig, elapsed: float) -> None:
         # A cancelled assessment keeps a report over the trials that did finish, so the work is not lost.
         trials = await self.repository.trial_results(assessment_id)
-        report = compute_report(config, trials, elapsed) if trials else None
+        run_info = self._engine.run_info(config)
+        report = compute_report(config, trials, elapsed, run_info=run_info) if trials else None
         await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")
 
     async def _finish(

@@ -68,8 +68,6 @@ class AssessmentRecord:
     agent_url: str
     config: dict[str, Any]
     source: str
-    tenant: str
-    allow_private_agents: bool
     idempotency_key: str | None
     a2a_task_id: str | None
     a2a_context_id: str | None
@@ -82,6 +80,8 @@ class AssessmentRecord:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    tenant: str = DEFAULT_TENANT
+    allow_private_agents: bool = True
 
     @property
     def finished(self) -> bool:

@@ -127,6 +127,7 @@ async def test_keys_and_tenancy_matrix_over_rest_and_a2a(green: tuple[str, Keys]
             ("GET", f"/assessments/{id_a}/trials/0/0"),
             ("GET", f"/assessments/{id_a}/events"),
             ("GET", f"/assessments/{id_a}/leaderboard"),
+            ("GET", f"/assessments/{id_a}/export"),
             ("POST", f"/assessments/{id_a}/cancel"),
         ):
             response = await b.request(method, path)
