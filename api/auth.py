@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.authentication import AuthCredentials, AuthenticationBackend, AuthenticationError, BaseUser
 from starlette.requests import HTTPConnection
@@ -124,7 +125,7 @@ async def authenticate(keys: KeyRepository, authorization: str | None) -> Princi
                 return principal
         if not await keys.any_exist():
             return OPEN_PRINCIPAL  # open mode: a stray header is ignored, as no key could match it
-    except SQLAlchemyError as exc:
+    except (SQLAlchemyError, OSError) as exc:
         logger.warning("API keys could not be read: %s: %s", type(exc).__name__, exc)
         raise KeysUnavailable("the key store is unavailable; retry shortly") from None
     if token is None:
@@ -168,7 +169,14 @@ def open_mode_warning(host: str) -> str | None:
     )
 
 
-def get_principal(request: Request) -> Principal:
+# Declares the scheme in the OpenAPI schema (the docs' Authorize button); the middleware has already checked
+# the header by the time a route runs.
+_BEARER_DOC = HTTPBearer(auto_error=False, description="An API key (green-agent keys create).")
+
+
+def get_principal(
+    request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER_DOC)] = None
+) -> Principal:
     """FastAPI dependency: the request's principal (set by BearerKeyBackend in front of every route)."""
     user = request.scope.get("user")
     if isinstance(user, PrincipalUser):

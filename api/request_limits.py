@@ -27,6 +27,7 @@ from api.strict_json import preview
 MAX_ERRORS = 20
 MAX_MESSAGE_CHARS = 500
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_FORM_TYPES = (b"multipart/", b"application/x-www-form-urlencoded")
 
 
 class BodyTooLarge(Exception):
@@ -117,8 +118,9 @@ class RequestGuard:
 
     def _check_json(self, scope: Scope, body: bytes) -> JSONResponse | None:
         content_type = dict(scope["headers"]).get(b"content-type", b"").lower()
-        if not body or b"json" not in content_type:
-            return None  # not JSON: the route's own parsing answers (FastAPI: 422 for a bad body)
+        if not body or content_type.startswith(_FORM_TYPES):
+            return None
+        # Every body the service reads is JSON, whatever its declared type (the A2A SDK parses any).
         try:
             strict_json.loads(body, max_depth=self.max_json_depth)
         except strict_json.UnsafeJSON as exc:

@@ -17,6 +17,7 @@ from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import a2a_pb2
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import Request
 
 from api.auth import Principal, PrincipalUser
@@ -76,8 +77,8 @@ def _with_owner(context: ServerCallContext, owner: str) -> ServerCallContext:
 class TenantTaskStore(DatabaseTaskStore):
     """The SDK's SQL task store, owned per tenant, with admin access across tenants."""
 
-    def __init__(self, engine: object) -> None:
-        super().__init__(engine, create_table=True, owner_resolver=resolve_owner)  # type: ignore[arg-type]
+    def __init__(self, engine: AsyncEngine) -> None:
+        super().__init__(engine, create_table=True, owner_resolver=resolve_owner)
 
     @staticmethod
     def _is_admin(context: ServerCallContext) -> bool:

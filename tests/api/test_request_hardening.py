@@ -255,3 +255,10 @@ async def test_an_unacceptable_a2a_envelope_is_a_jsonrpc_parse_error(
     error = response.json()["error"]
     assert error["code"] == -32700 and message in error["message"]
     await assert_nothing_stored(client)
+
+
+async def test_the_a2a_envelope_is_checked_whatever_its_declared_type(client: httpx.AsyncClient) -> None:
+    body = json.dumps(rpc("hi")).replace('"id": 7', '"id": NaN').encode()
+    for content_type in ("text/plain", "application/octet-stream"):
+        response = await client.post("/", content=body, headers={"Content-Type": content_type})
+        assert response.json()["error"]["code"] == -32700, (content_type, response.text)
