@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass
 from typing import Annotated
 
+from a2a.auth.user import User as A2AUser
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.exc import SQLAlchemyError
@@ -68,8 +69,9 @@ OPEN_PRINCIPAL = Principal(tenant=DEFAULT_TENANT, admin=True, allow_private_agen
 """Who every request is in open mode (no keys), and who the CLI runs as."""
 
 
-class PrincipalUser(BaseUser):
-    """A principal as Starlette's `request.user` (and, through the A2A SDK, `ServerCallContext.user`)."""
+class PrincipalUser(BaseUser, A2AUser):
+    """A principal as Starlette's `request.user` and as the A2A SDK's `ServerCallContext.user` (one object,
+    both interfaces: api/a2a/tenancy.py hands it to the SDK as it is)."""
 
     def __init__(self, principal: Principal) -> None:
         self.principal = principal
@@ -80,7 +82,10 @@ class PrincipalUser(BaseUser):
 
     @property
     def display_name(self) -> str:
-        # The A2A SDK uses this as the owner of the tasks a request creates.
+        return self.principal.tenant
+
+    @property
+    def user_name(self) -> str:
         return self.principal.tenant
 
 

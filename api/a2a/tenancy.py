@@ -2,9 +2,9 @@
 
 The SDK's `DatabaseTaskStore` already scopes every read and write by an owner string; here the owner is the
 requester's tenant, taken from the principal the authentication middleware put on the request
-(`TenantContextBuilder` hands it to the SDK as the call context's user). tasks/get, tasks/list, resubscribe
-and cancel all read through the store, so another tenant's task is simply not found. Admin principals see
-every tenant's tasks, and writing to another tenant's task keeps its owner.
+(`TenantContextBuilder` hands the request's `PrincipalUser` to the SDK as the call context's user).
+tasks/get, tasks/list, resubscribe and cancel all read through the store, so another tenant's task is simply
+not found. Admin principals see every tenant's tasks, and writing to another tenant's task keeps its owner.
 """
 
 from __future__ import annotations
@@ -27,33 +27,16 @@ from api.auth import Principal, PrincipalUser
 OWNER_STATE_KEY = "green_agent.owner"
 
 
-class TenantUser(User):
-    """A principal as the A2A SDK's user."""
-
-    def __init__(self, principal: Principal) -> None:
-        self.principal = principal
-
-    @property
-    def is_authenticated(self) -> bool:
-        return True
-
-    @property
-    def user_name(self) -> str:
-        return self.principal.tenant
-
-
 class TenantContextBuilder(DefaultServerCallContextBuilder):
     """Builds the SDK's call context with the request's principal as its user."""
 
     def build_user(self, request: Request) -> User:
         user = request.scope.get("user")
-        if isinstance(user, PrincipalUser):
-            return TenantUser(user.principal)
-        return UnauthenticatedUser()
+        return user if isinstance(user, PrincipalUser) else UnauthenticatedUser()
 
 
 def principal_of(context: ServerCallContext) -> Principal | None:
-    return context.user.principal if isinstance(context.user, TenantUser) else None
+    return context.user.principal if isinstance(context.user, PrincipalUser) else None
 
 
 def owner_context(owner: str) -> ServerCallContext:
