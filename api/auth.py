@@ -123,13 +123,18 @@ def bearer_token(authorization: str | None) -> str | None:
 async def authenticate(keys: KeyRepository, authorization: str | None) -> Principal:
     """The principal of a request with this Authorization header; raises Unauthenticated / KeysUnavailable."""
     try:
-        token = bearer_token(authorization)
+        try:
+            token = bearer_token(authorization)
+        except Unauthenticated:
+            if not await keys.any_exist():
+                return OPEN_PRINCIPAL  # open mode: no header is checked
+            raise
         if token is not None:
             principal = await principal_for_key(keys, token)
             if principal is not None:
                 return principal
         if not await keys.any_exist():
-            return OPEN_PRINCIPAL  # open mode: a stray header is ignored, as no key could match it
+            return OPEN_PRINCIPAL  # open mode: a stray key is ignored, as no key could match it
     except (SQLAlchemyError, OSError) as exc:
         logger.warning("API keys could not be read: %s: %s", type(exc).__name__, exc)
         raise KeysUnavailable("the key store is unavailable; retry shortly") from None

@@ -12,6 +12,7 @@ as 20 MB): at most `MAX_ERRORS` errors, each quoting at most a short preview of 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -28,6 +29,7 @@ MAX_ERRORS = 20
 MAX_MESSAGE_CHARS = 500
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _FORM_TYPES = (b"multipart/", b"application/x-www-form-urlencoded")
+_PARSE_IN_THREAD_BYTES = 64 * 1024
 
 
 class BodyTooLarge(Exception):
@@ -78,7 +80,7 @@ class RequestGuard:
             )
             await response(scope, receive, send)
             return
-        rejection = self._check_json(scope, body)
+        rejection = await self._check_json(scope, body)
         if rejection is not None:
             await rejection(scope, receive, send)
             return
@@ -116,13 +118,16 @@ class RequestGuard:
 
         return replay
 
-    def _check_json(self, scope: Scope, body: bytes) -> JSONResponse | None:
+    async def _check_json(self, scope: Scope, body: bytes) -> JSONResponse | None:
         content_type = dict(scope["headers"]).get(b"content-type", b"").lower()
         if not body or content_type.startswith(_FORM_TYPES):
             return None
         # Every body the service reads is JSON, whatever its declared type (the A2A SDK parses any).
         try:
-            strict_json.loads(body, max_depth=self.max_json_depth)
+            if len(body) > _PARSE_IN_THREAD_BYTES:  # a large body takes long enough to hold up other requests
+                await asyncio.to_thread(strict_json.loads, body, max_depth=self.max_json_depth)
+            else:
+                strict_json.loads(body, max_depth=self.max_json_depth)
         except strict_json.UnsafeJSON as exc:
             if scope["path"] == JSONRPC_PATH:
                 return _json_response(

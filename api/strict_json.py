@@ -18,9 +18,6 @@ from green_agent.config import unstorable_reason
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
-# Longest decimal integer literal that can fit in 64 bits (sign included); longer ones are refused before
-# Python converts them (the conversion of a huge literal is itself quadratic).
-_MAX_INT_LITERAL = 20
 PREVIEW_CHARS = 120
 
 
@@ -42,16 +39,6 @@ def _reject_constant(name: str) -> Any:
     raise UnsafeJSON(f"{name} is not a JSON number; send a finite number")
 
 
-def _parse_int(literal: str) -> int:
-    digits = literal.lstrip("-")
-    if len(digits) > _MAX_INT_LITERAL - 1:
-        raise UnsafeJSON(f"integer {preview(literal, 40)} is out of range (64-bit integers only)")
-    value = int(literal)
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise UnsafeJSON(f"integer {literal} is out of range (64-bit integers only)")
-    return value
-
-
 def _parse_float(literal: str) -> float:
     value = float(literal)
     if not math.isfinite(value):
@@ -59,29 +46,40 @@ def _parse_float(literal: str) -> float:
     return value
 
 
-def _where(path: list[str | int]) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "the body"
+def _where(crumb: Crumb) -> str:
+    path: list[str | int] = []
+    while crumb is not None:
+        key, crumb = crumb
+        path.append(key)
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in reversed(path))
+    return where.lstrip(".") or "the body"
+
+
+# Where an item sits, as (key, parent's crumb): built per item in O(1), turned into a path only for a message.
+Crumb = tuple[str | int, "Crumb"] | None
 
 
 def check_value(value: Any, *, max_depth: int) -> None:
     """Walk a parsed JSON value once: depth within `max_depth`, every string (keys too) storable."""
-    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    stack: list[tuple[Any, int, Crumb]] = [(value, 0, None)]
     while stack:
-        item, path = stack.pop()
-        if len(path) > max_depth:
-            raise UnsafeJSON(f"{_where(path[:max_depth])} is nested deeper than {max_depth} levels")
+        item, depth, crumb = stack.pop()
+        if depth > max_depth:
+            raise UnsafeJSON(f"{_where(crumb)} is nested deeper than {max_depth} levels")
         if isinstance(item, str):
             reason = unstorable_reason(item)
             if reason:
-                raise UnsafeJSON(f"{_where(path)} {reason}")
+                raise UnsafeJSON(f"{_where(crumb)} {reason}")
+        elif type(item) is int and not INT64_MIN <= item <= INT64_MAX:
+            raise UnsafeJSON(f"{_where(crumb)}: integer {preview(item, 40)} is out of range (64-bit only)")
         elif isinstance(item, dict):
             for key, child in item.items():
                 reason = unstorable_reason(key)
                 if reason:
-                    raise UnsafeJSON(f"a key in {_where(path)} {reason}")
-                stack.append((child, [*path, key]))
+                    raise UnsafeJSON(f"a key in {_where(crumb)} {reason}")
+                stack.append((child, depth + 1, (key, crumb)))
         elif isinstance(item, list):
-            stack.extend((child, [*path, i]) for i, child in enumerate(item))
+            stack.extend((child, depth + 1, (i, crumb)) for i, child in enumerate(item))
 
 
 def loads(raw: bytes | str, *, max_depth: int = 32) -> Any:
@@ -92,11 +90,13 @@ def loads(raw: bytes | str, *, max_depth: int = 32) -> Any:
         except UnicodeDecodeError as exc:
             raise UnsafeJSON(f"the body is not valid UTF-8 (byte {exc.start})") from None
     try:
-        value = json.loads(
-            raw, parse_constant=_reject_constant, parse_int=_parse_int, parse_float=_parse_float
-        )
+        value = json.loads(raw, parse_constant=_reject_constant, parse_float=_parse_float)
+    except UnsafeJSON:
+        raise
     except json.JSONDecodeError as exc:
         raise UnsafeJSON(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError:  # an integer literal beyond Python's digit limit (4,300)
+        raise UnsafeJSON("an integer in the body is out of range (64-bit integers only)") from None
     except RecursionError:
         raise UnsafeJSON(f"the body is nested deeper than {max_depth} levels") from None
     check_value(value, max_depth=max_depth)

@@ -24,6 +24,10 @@ SCRIPTED_USER = "scripted"
 """Name of the built-in deterministic user simulator (needs no LLM)."""
 
 
+MAX_TASK_IDS = 1000
+"""Longest task-id list accepted: far more than any split holds (114 tasks, no repeats), and a longer list is
+refused before its items are looked at (100,000 ids took a second of validation)."""
+
 MAX_URL_CHARS = 2048
 """Longest agent URL accepted (the common browser and proxy limit; the column holds no more)."""
 
@@ -138,7 +142,9 @@ class TaskSelection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     split: Literal["base", "train", "test"] = "base"
-    task_ids: list[str] | None = Field(default=None, description="Explicit task ids (tasks.json ids).")
+    task_ids: list[str] | None = Field(
+        default=None, max_length=MAX_TASK_IDS, description="Explicit task ids (tasks.json ids)."
+    )
     num_tasks: int | None = Field(default=None, ge=1, description="Run only the first N tasks of the split.")
 
     @field_validator("task_ids")
@@ -149,14 +155,14 @@ class TaskSelection(BaseModel):
         if not value:
             raise ValueError("task_ids is empty; list at least one task id, or leave it out to use a split")
         seen: set[str] = set()
-        duplicates: list[str] = []
-        for task_id in value:  # one pass: the list comes from outside and may be long
-            if task_id in seen and task_id not in duplicates[:5]:
-                duplicates.append(task_id)
+        repeated: dict[str, None] = {}  # ordered, each id once
+        for task_id in value:  # one pass (a pairwise check was quadratic)
+            if task_id in seen:
+                repeated[task_id] = None
             seen.add(task_id)
-        if duplicates:
-            shown = ", ".join(_quote(t, 40) for t in duplicates[:5])
-            more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""
+        if repeated:
+            shown = ", ".join(_quote(t, 40) for t in list(repeated)[:5])
+            more = f" and {len(repeated) - 5} others" if len(repeated) > 5 else ""
             raise ValueError(f"task_ids lists {shown}{more} more than once; list each task once")
         return value
 

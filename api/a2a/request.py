@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from api import strict_json
 from api.strict_json import preview
-from green_agent.config import AssessmentConfig, TaskSelection
+from green_agent.config import MAX_TASK_IDS, AssessmentConfig, TaskSelection
 
 EXPECTED = (
     'Send one text part holding JSON: {"participants": {"agent": "<white agent URL>"}, '
@@ -33,7 +33,7 @@ class AgentBeatsConfig(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     domain: str
-    task_ids: list[str] | None = None
+    task_ids: list[str] | None = Field(default=None, max_length=MAX_TASK_IDS)
     num_tasks: int | None = Field(default=None, ge=1)
     num_trials: int = Field(default=1, ge=1, le=32)
     max_steps: int = Field(default=200, ge=1, le=10_000)

@@ -25,7 +25,8 @@ async def test_open_mode_until_the_first_key_and_closed_after_the_last_is_revoke
     try:
         await upgrade(engine)
         keys = KeyRepository(engine)
-        assert await authenticate(keys, None) == OPEN_PRINCIPAL
+        for header in (None, "Bearer ga_unknown", "Basic x", ""):  # open mode checks no header
+            assert await authenticate(keys, header) == OPEN_PRINCIPAL
         key, secret = await keys.create("t", admin=False, allow_private_agents=False)
         principal = await authenticate(keys, f"Bearer {secret}")
         assert (principal.tenant, principal.admin, principal.allow_private_agents) == ("t", False, False)
