@@ -156,7 +156,7 @@ def _short_error(error: dict[str, Any]) -> dict[str, Any]:
 def _quoted(value: Any) -> Any:
     """Small JSON-safe inputs as they are; anything else as a short repr."""
     text = preview(value)
-    if text.endswith(" characters)"):
+    if text.endswith((" characters)", " items)")):  # cut short
         return text
     try:
         json.dumps(value, allow_nan=False)

@@ -27,8 +27,11 @@ class UnsafeJSON(ValueError):
 
 def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
     """`repr(value)` cut to `limit` characters, saying how long the whole was."""
-    if isinstance(value, str | bytes) and len(value) > limit * 4:
-        value = value[: limit * 4]  # never repr a huge string whole
+    if isinstance(value, str | bytes) and len(value) > limit:
+        return f"{repr(value[:limit])[:limit]}... ({len(value)} characters)"  # never repr a huge value whole
+    if isinstance(value, list | tuple | dict) and len(value) > 10:
+        items = list(value.items() if isinstance(value, dict) else value)[:10]
+        return preview(items, limit).removesuffix("]") + f", ...] ({len(value)} items)"
     text = repr(value)
     if len(text) <= limit:
         return text
