@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -29,7 +30,7 @@ from api import __version__
 from api.a2a.card import JSONRPC_PATH, REST_PREFIX, build_agent_card
 from api.a2a.executor import AssessmentExecutor
 from api.a2a.tenancy import TenantContextBuilder, TenantTaskStore
-from api.auth import BearerKeyBackend, auth_error_response, open_mode_warning
+from api.auth import OPEN_PRINCIPAL, BearerKeyBackend, auth_error_response, open_mode_warning
 from api.db.engine import create_engine
 from api.db.keys import KeyRepository
 from api.request_limits import RequestGuard, validation_error_handler
@@ -98,7 +99,13 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(
         RequestGuard, max_body_bytes=settings.max_request_bytes, max_json_depth=settings.max_json_depth
     )
-    app.add_middleware(AuthenticationMiddleware, backend=BearerKeyBackend(keys), on_error=auth_error_response)
+    app.add_middleware(
+        AuthenticationMiddleware,
+        backend=BearerKeyBackend(
+            keys, open_principal=replace(OPEN_PRINCIPAL, allow_private_agents=settings.allow_private_agents)
+        ),
+        on_error=auth_error_response,
+    )
     app.add_exception_handler(RequestValidationError, validation_error_handler)
 
     @app.exception_handler(AssessmentNotFound)

@@ -66,7 +66,8 @@ class Principal:
 
 
 OPEN_PRINCIPAL = Principal(tenant=DEFAULT_TENANT, admin=True, allow_private_agents=True, key_id=None)
-"""Who every request is in open mode (no keys), and who the CLI runs as."""
+"""Who every request is in open mode (no keys); the app narrows `allow_private_agents` to the operator's
+GREEN_AGENT_ALLOW_PRIVATE_AGENTS."""
 
 
 class PrincipalUser(BaseUser, A2AUser):
@@ -120,21 +121,24 @@ def bearer_token(authorization: str | None) -> str | None:
     return token.strip()
 
 
-async def authenticate(keys: KeyRepository, authorization: str | None) -> Principal:
-    """The principal of a request with this Authorization header; raises Unauthenticated / KeysUnavailable."""
+async def authenticate(
+    keys: KeyRepository, authorization: str | None, *, open_principal: Principal = OPEN_PRINCIPAL
+) -> Principal:
+    """The principal of a request with this Authorization header (`open_principal` while no key exists);
+    raises Unauthenticated / KeysUnavailable."""
     try:
         try:
             token = bearer_token(authorization)
         except Unauthenticated:
             if not await keys.any_exist():
-                return OPEN_PRINCIPAL  # open mode: no header is checked
+                return open_principal  # open mode: no header is checked
             raise
         if token is not None:
             principal = await principal_for_key(keys, token)
             if principal is not None:
                 return principal
         if not await keys.any_exist():
-            return OPEN_PRINCIPAL  # open mode: a stray key is ignored, as no key could match it
+            return open_principal  # open mode: a stray key is ignored, as no key could match it
     except (SQLAlchemyError, OSError) as exc:
         logger.warning("API keys could not be read: %s: %s", type(exc).__name__, exc)
         raise KeysUnavailable("the key store is unavailable; retry shortly") from None
@@ -146,13 +150,16 @@ async def authenticate(keys: KeyRepository, authorization: str | None) -> Princi
 class BearerKeyBackend(AuthenticationBackend):
     """Starlette authentication backend: a PrincipalUser for every request outside PUBLIC_PATHS."""
 
-    def __init__(self, keys: KeyRepository) -> None:
+    def __init__(self, keys: KeyRepository, *, open_principal: Principal = OPEN_PRINCIPAL) -> None:
         self._keys = keys
+        self._open_principal = open_principal
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
         if conn.scope["type"] != "http" or conn.url.path in PUBLIC_PATHS:
             return None
-        principal = await authenticate(self._keys, conn.headers.get("authorization"))
+        principal = await authenticate(
+            self._keys, conn.headers.get("authorization"), open_principal=self._open_principal
+        )
         scopes = ["authenticated", "admin"] if principal.admin else ["authenticated"]
         return AuthCredentials(scopes), PrincipalUser(principal)
 

@@ -302,6 +302,7 @@ def _demo(args: argparse.Namespace) -> int:
         default_user_model="scripted",
         user_models={},
         judge_model=None,
+        allow_private_agents=True,  # the demo's agent is the built-in one, on loopback
     )
     return asyncio.run(
         run_demo(

@@ -102,7 +102,9 @@ async def _assess(
     runtime: Runtime, config: AssessmentConfig, *, output: Path | None, quiet: bool, console: Console
 ) -> int:
     try:
-        record, _ = await runtime.service.create(config, source="cli", start=False)
+        record, _ = await runtime.service.create(
+            config, source="cli", start=False, allow_private_agents=runtime.settings.allow_private_agents
+        )
     except ConfigError as exc:
         console.print(f"[red]cannot run:[/red] {exc}")
         return EXIT_USAGE

@@ -54,7 +54,9 @@ async def open_runtime(
         data = await asyncio.to_thread(load_retail_data, settings.data_dir)
         repository = AssessmentRepository(database)
         async with Engine(settings.engine_settings(), data) as engine:
-            service = AssessmentService(repository, engine, quotas=settings.quota_policy())
+            service = AssessmentService(
+                repository, engine, quotas=settings.quota_policy(), egress=settings.egress_policy()
+            )
             runtime = Runtime(settings, database, repository, data, engine, service, task_store)
             try:
                 yield runtime

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -37,6 +38,8 @@ from api.quotas import QuotaPolicy
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.metrics import compute_report
 from green_agent.models import AssessmentReport, ProgressEvent, RunInfo, TrialFinished, TrialResult
+from green_agent.slots import slot_caps
+from green_agent.white_agent.egress import EgressPolicy
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -62,23 +65,37 @@ async def _with_retries(what: str, write: Callable[[], Awaitable[T]]) -> T:
 
 def concurrency_warnings(config: AssessmentConfig, settings: EngineSettings) -> list[str]:
     """Say so when the operator's bounds run fewer trials at once than the assessment asks for."""
+
+    def operator_bound(limit: int, name: str, scope: str) -> tuple[int, str]:
+        return limit, f"the operator's {name} is {limit} ({scope}; env GREEN_AGENT_{name.upper()})"
+
+    _, share_cap = slot_caps(
+        settings.max_concurrent_trials, settings.tenant_slot_share, settings.assessment_slot_share
+    )
     bounds = [
-        (
+        operator_bound(
             settings.max_concurrent_per_agent,
             "max_concurrent_per_agent",
             "per white agent, shared by its assessments",
         ),
-        (settings.max_concurrent_trials, "max_concurrent_trials", "for the whole service"),
+        operator_bound(settings.max_concurrent_trials, "max_concurrent_trials", "for the whole service"),
+        (
+            share_cap,
+            f"one assessment holds at most {share_cap} of the service's slots, so that other requesters "
+            "always run (env GREEN_AGENT_TENANT_SLOT_SHARE, GREEN_AGENT_ASSESSMENT_SLOT_SHARE)",
+        ),
     ]
-    capping = [(limit, name, scope) for limit, name, scope in bounds if limit < config.concurrency]
+    capping = [(limit, text) for limit, text in bounds if limit < config.concurrency]
     if not capping:
         return []
-    effective = min(limit for limit, _, _ in capping)
-    caps = "; ".join(
-        f"the operator's {name} is {limit} ({scope}; env GREEN_AGENT_{name.upper()})"
-        for limit, name, scope in capping
-    )
+    effective = min(limit for limit, _ in capping)
+    caps = "; ".join(text for _, text in capping)
     return [f"concurrency {config.concurrency} was asked but at most {effective} trials run at once: {caps}"]
+
+
+def _config_of(record: AssessmentRecord) -> AssessmentConfig:
+    """The stored config plus the agent headers, stored apart (the config is shown, they never are)."""
+    return AssessmentConfig.model_validate({**record.config, "agent_headers": record.agent_headers})
 
 
 class AssessmentEngine(Protocol):
@@ -96,6 +113,9 @@ class AssessmentEngine(Protocol):
         *,
         on_event: OnEvent | None = None,
         completed: Sequence[TrialResult] = (),
+        egress: EgressPolicy | None = None,
+        tenant: str = "default",
+        assessment_id: str | None = None,
     ) -> AssessmentReport: ...
 
     def run_info(self, config: AssessmentConfig) -> RunInfo:
@@ -114,7 +134,9 @@ class AssessmentService:
         repository: AssessmentRepository,
         engine: AssessmentEngine,
         hub: ProgressHub | None = None,
+        *,
         quotas: QuotaPolicy | None = None,
+        egress: EgressPolicy | None = None,
     ) -> None:
         self.repository = repository
         self.hub = hub or ProgressHub()
@@ -123,6 +145,7 @@ class AssessmentService:
         # Admission (quota check, then insert) happens one request at a time, so two requests cannot both
         # fit under a limit that only one of them fits under. One process owns a database (README).
         self._admission = asyncio.Lock()
+        self._egress = egress or EgressPolicy()
         self._running: dict[str, asyncio.Task[None]] = {}
         self._cancel_requested: set[str] = set()
         # Called with the final record whenever an assessment reaches a terminal status (A2A bookkeeping).
@@ -151,6 +174,9 @@ class AssessmentService:
         used for another request. `notes` are kept with the assessment (e.g. what an A2A request asked for
         that was mapped or ignored)."""
         task_ids = self._engine.validate(config)
+        refusal = self._egress_policy(allow_private_agents).url_refusal(config.agent_url)
+        if refusal is not None:
+            raise ConfigError(f"agent_url is refused: {refusal}")
         trials_total = len(task_ids) * config.trials
         new = NewAssessment(
             config=config.model_dump(mode="json"),
@@ -163,6 +189,7 @@ class AssessmentService:
             idempotency_key=idempotency_key,
             a2a_task_id=a2a_task_id,
             a2a_context_id=a2a_context_id,
+            agent_headers=config.agent_header_values(),
         )
         async with self._admission:
             if idempotency_key is not None:
@@ -182,7 +209,7 @@ class AssessmentService:
         """Run a stored, unfinished assessment in the background (no-op if it already runs here)."""
         if record.id in self._running or record.finished:
             return
-        config = AssessmentConfig.model_validate(record.config)
+        config = _config_of(record)
         task = asyncio.create_task(self._run(record, config, list(completed)), name=f"assessment-{record.id}")
         self._running[record.id] = task
         task.add_done_callback(lambda _: self._running.pop(record.id, None))
@@ -194,7 +221,7 @@ class AssessmentService:
             if record.id in self._running:
                 continue
             try:
-                config = AssessmentConfig.model_validate(record.config)
+                config = _config_of(record)
                 self._engine.validate(config)
             except (ValueError, ConfigError) as exc:
                 # The operator's settings changed since (e.g. a user model was removed): say so, do not loop.
@@ -228,6 +255,9 @@ class AssessmentService:
                 config,
                 on_event=self._event_handler(assessment_id, record.trials_total, clock),
                 completed=completed,
+                egress=self._egress_for(record),
+                tenant=record.tenant,
+                assessment_id=assessment_id,
             )
         except asyncio.CancelledError:
             if assessment_id in self._cancel_requested:
@@ -239,6 +269,14 @@ class AssessmentService:
         else:
             report = report.model_copy(update={"time_used_s": record.run_seconds + report.time_used_s})
             await self._finish(assessment_id, COMPLETED, report=report)
+
+    def _egress_for(self, record: AssessmentRecord) -> EgressPolicy:
+        """The policy an assessment runs under: the operator's rules, with private networks reachable as the
+        requester's key allowed (`allow_private_agents`, stored with the assessment)."""
+        return self._egress_policy(record.allow_private_agents)
+
+    def _egress_policy(self, allow_private_agents: bool) -> EgressPolicy:
+        return replace(self._egress, allow_private=allow_private_agents)
 
     def _event_handler(self, assessment_id: str, trials_total: int, clock: Callable[[], float]) -> OnEvent:
         async def on_event(event: ProgressEvent) -> None:

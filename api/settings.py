@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 from api.quotas import QuotaPolicy, TenantQuota
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
 from green_agent.usage import ModelPrice
+from green_agent.white_agent.egress import EgressPolicy, parse_destinations
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./green_agent.db"
 
@@ -165,6 +166,29 @@ class Settings(BaseSettings):
     port: int = Field(default=9009, ge=0, le=65535)
     resume_on_start: bool = Field(default=True, description="Continue unfinished assessments at start-up.")
 
+    # -- egress, fairness and agent headers (issue 9b) ---------------------------------------------------
+    egress_allow: list[str] = Field(
+        default_factory=list,
+        description='Networks and host names agents may be reached at, as JSON: ["10.1.0.0/16", ".corp"]. '
+        "Listed private destinations are reachable for every requester.",
+    )
+    egress_deny: list[str] = Field(
+        default_factory=list,
+        description="Networks and host names agents may never be reached at (wins over the allow-list).",
+    )
+    egress_allow_listed_only: bool = Field(
+        default=False, description="Reach agents only at destinations on the allow-list."
+    )
+    allow_private_agents: bool = Field(
+        default=True,
+        description="Whether agents on loopback and private networks may be assessed (issue 9a's API keys "
+        "decide per key once they exist; this is the value without keys).",
+    )
+    tenant_slot_share: float = Field(default=_engine_default("tenant_slot_share"), gt=0, le=1)
+    assessment_slot_share: float = Field(default=_engine_default("assessment_slot_share"), gt=0, le=1)
+    max_agent_headers: int = Field(default=_engine_default("max_agent_headers"), ge=0, le=64)
+    max_agent_header_bytes: int = Field(default=_engine_default("max_agent_header_bytes"), ge=0, le=65_536)
+
     # -- Security: admission quotas and request limits (issue 9a; README "Security") ----------------------
     quota_active_assessments: int = Field(
         default=16, ge=1, le=100_000, description="Queued or running assessments per tenant (429 beyond)."
@@ -234,6 +258,12 @@ class Settings(BaseSettings):
             raise ValueError(f"card_url must be an http:// or https:// URL with a host, got {value!r}")
         return value
 
+    @field_validator("egress_allow", "egress_deny")
+    @classmethod
+    def _destinations(cls, value: list[str]) -> list[str]:
+        parse_destinations(value)  # raises ValueError naming the bad entry
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
         for name in self.user_models:
@@ -278,6 +308,15 @@ class Settings(BaseSettings):
             extra_args=dict(spec.extra_args),
         )
 
+    def egress_policy(self, *, allow_private: bool | None = None) -> EgressPolicy:
+        """The operator's egress rules; `allow_private` None = the operator's `allow_private_agents`."""
+        return EgressPolicy.from_lists(
+            allow=self.egress_allow,
+            deny=self.egress_deny,
+            allow_private=self.allow_private_agents if allow_private is None else allow_private,
+            allow_listed_only=self.egress_allow_listed_only,
+        )
+
     def quota_policy(self) -> QuotaPolicy:
         default = TenantQuota(
             active_assessments=self.quota_active_assessments,
@@ -313,6 +352,10 @@ class Settings(BaseSettings):
             user_guidelines_file=self.user_guidelines_file,
             judge_rubric_file=self.judge_rubric_file,
             normalize_ids=self.normalize_ids,
+            tenant_slot_share=self.tenant_slot_share,
+            assessment_slot_share=self.assessment_slot_share,
+            max_agent_headers=self.max_agent_headers,
+            max_agent_header_bytes=self.max_agent_header_bytes,
             llm_prices=dict(self.llm_prices),
             agent_usage_max_tokens_per_reply=self.agent_usage_max_tokens_per_reply,
             agent_usage_max_cost_per_reply=self.agent_usage_max_cost_per_reply,

@@ -99,11 +99,14 @@ async def green_agent_service(
 def engine_settings(
     concurrency: int, *, user_delay_s: float = 0.0, conversations_per_client: int | None = None
 ) -> EngineSettings:
-    """Bounds wide enough that `concurrency` (the assessment's own) is the one that binds."""
+    """Bounds wide enough that `concurrency` (the assessment's own) is the one that binds (one assessment of
+    one tenant: the fair-share caps, which keep slots for other requesters, are lifted)."""
     settings = EngineSettings(
         max_concurrent_trials=max(64, concurrency),
         max_concurrent_per_agent=max(32, concurrency),
         scripted_user_delay_s=user_delay_s,
+        tenant_slot_share=1.0,
+        assessment_slot_share=1.0,
     )
     if conversations_per_client is None:
         return settings

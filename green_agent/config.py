@@ -12,13 +12,14 @@ Validation messages say what to change, because they reach API users verbatim.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from green_agent.usage import ModelPrice
+from green_agent.white_agent.egress import url_problem
 
 SCRIPTED_USER = "scripted"
 """Name of the built-in deterministic user simulator (needs no LLM)."""
@@ -109,6 +110,25 @@ class EngineSettings(BaseModel):
     normalize_ids: bool = Field(
         default=False, description="Tolerant id lookup in the tools (off = upstream parity)."
     )
+    # -- fairness and agent headers (issue 9) --
+    tenant_slot_share: float = Field(
+        default=0.75,
+        gt=0,
+        le=1,
+        description="Largest share of max_concurrent_trials one tenant may hold; the rest stays for others.",
+    )
+    assessment_slot_share: float = Field(
+        default=0.75,
+        gt=0,
+        le=1,
+        description="Largest share of its tenant's slots one assessment may hold.",
+    )
+    max_agent_headers: int = Field(
+        default=8, ge=0, le=64, description="Headers an assessment may ask to send to its white agent."
+    )
+    max_agent_header_bytes: int = Field(
+        default=4096, ge=0, le=65_536, description="Total bytes of those headers' names and values."
+    )
     # -- cost accounting (tau2 interop) --
     llm_prices: dict[str, ModelPrice] = Field(
         default_factory=dict,
@@ -134,6 +154,28 @@ class EngineSettings(BaseModel):
                 f"user_models must not redefine the built-in {SCRIPTED_USER!r} simulator; rename it"
             )
         return self
+
+
+# RFC 9110 field names (tokens) and values (visible ASCII, spaces and tabs; never CR, LF or NUL).
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+# Headers that frame or route the request: the HTTP client sets them, a requester must not.
+RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "content-type",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "te",
+        "trailer",
+        "expect",
+        "proxy-authorization",
+        "proxy-connection",
+    }
+)
 
 
 class TaskSelection(BaseModel):
@@ -205,6 +247,13 @@ class AssessmentConfig(BaseModel):
     turn_timeout_s: float | None = Field(
         default=None, gt=0, le=3600, description="Per-turn wait; None = default."
     )
+    agent_headers: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        exclude=True,
+        description="Headers sent with every request to the white agent (e.g. its own Authorization). "
+        "Stored for the run, never returned, logged or shown; bounded by the operator's "
+        "max_agent_headers and max_agent_header_bytes.",
+    )
 
     @field_validator("agent_url")
     @classmethod
@@ -213,7 +262,26 @@ class AssessmentConfig(BaseModel):
         reason = unstorable_reason(value)
         if reason:
             raise ValueError(f"agent_url {reason}")
-        parsed = urlparse(value)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"agent_url must be an http:// or https:// URL with a host, got {_quote(value)}")
+        problem = url_problem(value)
+        if problem is not None:
+            raise ValueError(f"agent_url is refused: {problem}")
         return value.rstrip("/")
+
+    @field_validator("agent_headers")
+    @classmethod
+    def _header_syntax(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        # Messages name the header, never its value.
+        for name, secret in value.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"agent_headers: {name[:64]!r} is not a valid HTTP header name")
+            if name.lower() in RESERVED_HEADERS:
+                raise ValueError(f"agent_headers: {name!r} is set by the HTTP client; leave it out")
+            if not _HEADER_VALUE.fullmatch(secret.get_secret_value()):
+                raise ValueError(
+                    f"agent_headers: the value of {name!r} holds a line break or control character"
+                )
+        return value
+
+    def agent_header_values(self) -> dict[str, str]:
+        """The headers as plain text, for the HTTP client only."""
+        return {name: secret.get_secret_value() for name, secret in self.agent_headers.items()}

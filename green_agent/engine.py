@@ -2,7 +2,13 @@
 
 Bounds, taken in this order by every trial so that no two trials can wait on each other crosswise:
 the assessment's own `concurrency`, then the white agent's (`max_concurrent_per_agent`, shared by all
-assessments of the same agent URL), then the process-wide `max_concurrent_trials`.
+assessments of the same agent: keyed by its resolved address and port, so `localhost` and `127.0.0.1` are one
+agent), then a slot of the process-wide `max_concurrent_trials`, shared fairly between tenants and
+assessments (`slots.FairSlots`).
+
+Egress: each assessment runs under an `EgressPolicy` (default: everything the policy allows, private networks
+included, for local use); connections are pooled per policy, so one made under a looser policy is never reused
+under a stricter one.
 
 `run()` is cancellable: cancelling it cancels its in-flight trials (their conversations close) and the
 cancellation propagates. Trials passed as `completed` are not run again (resume).
@@ -20,7 +26,7 @@ from types import TracebackType
 from typing import Any
 
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings, LLMEndpoint
-from green_agent.errors import AgentError
+from green_agent.errors import AgentEgressError, AgentError
 from green_agent.judge import Judge
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
@@ -28,9 +34,11 @@ from green_agent.models import AssessmentReport, RunInfo, TrialResult, TrialStar
 from green_agent.orchestrator import TrialDeps, TrialSpec, run_trial
 from green_agent.prompts import load_prompt
 from green_agent.seeds import trial_seeds
+from green_agent.slots import FairSlots
 from green_agent.user_simulator import LLMUserSimulator, ScriptedUserSimulator, UserSimulator
 from green_agent.white_agent.client import ClientLimits, Conversation, WhiteAgentPool
 from green_agent.white_agent.dialect import Dialect, declares_structured
+from green_agent.white_agent.egress import EgressPolicy, Resolver, resolve_agent
 from green_agent.white_agent.structured_dialect import StructuredDialect
 from green_agent.white_agent.text_dialect import TextDialect
 from retail_domain import TOOL_SCHEMAS, RetailData
@@ -43,13 +51,20 @@ EventHandler = Callable[[Any], Awaitable[None]]
 class Engine:
     """Long-lived: `async with Engine(settings, data) as engine: await engine.run(config)`."""
 
-    def __init__(self, settings: EngineSettings, data: RetailData) -> None:
+    def __init__(
+        self, settings: EngineSettings, data: RetailData, *, resolver: Resolver | None = None
+    ) -> None:
         self.settings = settings
         self.data = data
         self._tools = [dict(schema) for schema in TOOL_SCHEMAS]
-        self._pool = WhiteAgentPool(ClientLimits(conversations_per_client=settings.conversations_per_client))
+        self._resolver = resolver
+        self._pools: dict[EgressPolicy, WhiteAgentPool] = {}
         self._llms: dict[tuple[str, str | None, str | None], ChatLLM] = {}
-        self._global = asyncio.Semaphore(settings.max_concurrent_trials)
+        self.slots = FairSlots(
+            settings.max_concurrent_trials,
+            tenant_share=settings.tenant_slot_share,
+            assessment_share=settings.assessment_slot_share,
+        )
         self._per_agent: dict[str, asyncio.Semaphore] = {}
         self._guidelines = ""
         self._judge: Judge | None = None
@@ -67,8 +82,17 @@ class Engine:
     ) -> None:
         await self.aclose()
 
+    def _pool_for(self, policy: EgressPolicy) -> WhiteAgentPool:
+        pool = self._pools.get(policy)
+        if pool is None:
+            limits = ClientLimits(conversations_per_client=self.settings.conversations_per_client)
+            pool = self._pools[policy] = WhiteAgentPool(limits, policy=policy, resolver=self._resolver)
+        return pool
+
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        for pool in self._pools.values():
+            await pool.aclose()
+        self._pools.clear()
         for llm in self._llms.values():
             with contextlib.suppress(Exception):
                 await llm.aclose()
@@ -89,6 +113,7 @@ class Engine:
     def validate(self, config: AssessmentConfig) -> list[str]:
         """The selected task ids, in tasks.json order; raises `ConfigError` saying what to change."""
         self._user_model_name(config)
+        self._check_agent_headers(config)
         selection = config.tasks
         if selection.task_ids is not None:
             unknown = [t for t in selection.task_ids if t not in self.data.tasks]
@@ -113,6 +138,17 @@ class Engine:
         ordered = [t for t in self.data.tasks if t in members]  # tasks.json order, as upstream
         return ordered[: selection.num_tasks] if selection.num_tasks else ordered
 
+    def _check_agent_headers(self, config: AssessmentConfig) -> None:
+        count, limit = len(config.agent_headers), self.settings.max_agent_headers
+        if count > limit:
+            raise ConfigError(f"agent_headers has {count} headers; this service accepts at most {limit}")
+        size = sum(len(name) + len(value) for name, value in config.agent_header_values().items())
+        if size > self.settings.max_agent_header_bytes:
+            raise ConfigError(
+                f"agent_headers hold {size} bytes of names and values; this service accepts at most "
+                f"{self.settings.max_agent_header_bytes}"
+            )
+
     def _user_model_name(self, config: AssessmentConfig) -> str:
         name = config.user_model or self.settings.default_user_model
         if name != SCRIPTED_USER and name not in self.settings.user_models:
@@ -135,8 +171,15 @@ class Engine:
         *,
         on_event: EventHandler | None = None,
         completed: Sequence[TrialResult] = (),
+        egress: EgressPolicy | None = None,
+        tenant: str = "default",
+        assessment_id: str | None = None,
     ) -> AssessmentReport:
-        """Run every trial not already in `completed`; return the report over all of them."""
+        """Run every trial not already in `completed`; return the report over all of them.
+
+        `egress` bounds where the agent and its card may lead (default: `EgressPolicy()`); `tenant` and
+        `assessment_id` are whose slots the trials take (fair sharing). Raises `AgentEgressError` when the
+        agent URL or its card leads where the policy refuses: such an assessment could not run at all."""
         task_ids = self.validate(config)
         clock = time.monotonic()
         seeds = trial_seeds(config.seed, config.trials)
@@ -145,17 +188,23 @@ class Engine:
         position = {key: i for i, key in enumerate(keys)}
         done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in position}
         emit = on_event or _ignore
-        self._pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
-        card_error = await self._card_error(config.agent_url)
-        deps = self._deps(config, emit, card_error)
+        agent = await resolve_agent(config.agent_url, self._resolver)
+        pool = self._pool_for((egress or EgressPolicy()).for_agent(agent))
+        headers = config.agent_header_values()
+        pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
+        card_error = await self._card_error(pool, config.agent_url, headers)
+        if isinstance(card_error, AgentEgressError):
+            raise card_error
+        deps = self._deps(config, emit, card_error, pool, headers)
         assessment_bound = asyncio.Semaphore(config.concurrency)
         agent_bound = self._per_agent.setdefault(
-            config.agent_url, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
+            agent.key, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
         )
+        owner = assessment_id or f"run-{id(keys)}"
         results: list[TrialResult] = []
 
         async def one(spec: TrialSpec) -> None:
-            async with assessment_bound, agent_bound, self._global:
+            async with assessment_bound, agent_bound, self.slots.slot(tenant, owner):
                 await emit(TrialStarted(task_id=spec.task.id, trial=spec.trial))
                 results.append(await run_trial(spec, deps))
 
@@ -207,22 +256,31 @@ class Engine:
     def user_guidelines_sha256(self) -> str:
         return _sha256(self._guidelines)
 
-    async def _card_error(self, agent_url: str) -> AgentError | None:
+    async def _card_error(
+        self, pool: WhiteAgentPool, agent_url: str, headers: dict[str, str]
+    ) -> AgentError | None:
         """Fetch the card once up front (with its retries): when the agent cannot even be reached, every trial
         fails at once with that reason instead of each retrying the connection in turn."""
         try:
-            await self._pool.card(agent_url)
+            await pool.card(agent_url, headers)
         except AgentError as exc:
             return exc
         return None
 
-    def _deps(self, config: AssessmentConfig, emit: EventHandler, card_error: AgentError | None) -> TrialDeps:
+    def _deps(
+        self,
+        config: AssessmentConfig,
+        emit: EventHandler,
+        card_error: AgentError | None,
+        pool: WhiteAgentPool,
+        headers: dict[str, str],
+    ) -> TrialDeps:
         turn_timeout = config.turn_timeout_s or self.settings.turn_timeout_s
 
         def open_conversation() -> contextlib.AbstractAsyncContextManager[Conversation]:
             if card_error is not None:
                 return _failing(card_error)
-            return self._pool.conversation(config.agent_url, turn_timeout_s=turn_timeout)
+            return pool.conversation(config.agent_url, turn_timeout_s=turn_timeout, headers=headers)
 
         def choose_dialect(conversation: Conversation) -> Dialect:
             if config.dialect == "structured" or (

@@ -7,6 +7,7 @@ Foreign exceptions (httpx, a2a-sdk, openai) are translated where they enter: in 
     ├── AgentError                  the white agent failed: the trial ends as `agent_error`, reward 0
     │   ├── AgentTimeoutError       no reply within the turn timeout
     │   ├── AgentUnreachableError   nothing could be delivered (connection refused or never opened)
+    │   ├── AgentEgressError        the egress policy refused the agent's address (white_agent/egress.py)
     │   └── AgentProtocolError      HTTP or A2A error, bad card, failed task, empty or malformed answer
     └── InfrastructureError         our own dependency failed: `infrastructure_error`, excluded from metrics
         └── LLMError                the user-simulator or judge LLM kept failing after its retries
@@ -31,6 +32,13 @@ class AgentTimeoutError(AgentError):
 
 class AgentUnreachableError(AgentError):
     """The message never reached the white agent (so it was safe to retry, and retries ran out)."""
+
+
+class AgentEgressError(AgentError):
+    """The agent URL, or an endpoint its card advertises, leads where the egress policy forbids connecting.
+
+    Before the first trial this fails the whole assessment (it could not run); after, the trial is the
+    agent's failure (its name now resolves somewhere else)."""
 
 
 class AgentProtocolError(AgentError):

@@ -17,7 +17,7 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import Artifact, Part, Task, TaskState, TaskStatus
 
-from api.a2a.request import RequestError, parse_request
+from api.a2a.request import RequestError, parse_request, redact_request
 from api.a2a.result import RESULT_ARTIFACT, result_parts
 from api.a2a.tenancy import owner_context, principal_of
 from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord, IdempotencyConflict
@@ -64,6 +64,11 @@ class AssessmentExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         if context.message is None:
             raise ValueError("execute() without a message")
+        text = request_text(context)
+        redacted = redact_request(text)
+        if redacted is not None:  # before the message is kept in the task's history
+            del context.message.parts[:]
+            context.message.parts.append(Part(text=redacted))
         # Built here rather than with the SDK's new_task_from_user_message, which raises on an empty text
         # part (a JSON-RPC internal error); an empty request is the requester's mistake: a rejected task.
         task = context.current_task or Task(
@@ -81,7 +86,7 @@ class AssessmentExecutor(AgentExecutor):
             if principal is None:
                 raise RequestError("the request is not authenticated")
             config, notes = parse_request(
-                request_text(context),
+                text,
                 split_ids=runtime.data.splits,
                 user_models=runtime.settings.user_model_names(),
                 max_json_depth=runtime.settings.max_json_depth,
@@ -101,8 +106,8 @@ class AssessmentExecutor(AgentExecutor):
             await updater.reject(message=updater.new_agent_message([Part(text=short(str(exc)))]))
             return
         except QuotaExceeded as exc:
-            text = f"{exc} (retry in {exc.retry_after_s} s)"
-            await updater.reject(message=updater.new_agent_message([Part(text=text)]))
+            reply = f"{exc} (retry in {exc.retry_after_s} s)"
+            await updater.reject(message=updater.new_agent_message([Part(text=reply)]))
             return
 
         self._attached.add(task.id)

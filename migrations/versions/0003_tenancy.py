@@ -6,7 +6,7 @@ private agents (open mode allows them). A2A tasks stored by the SDK without an o
 so they stay visible after the upgrade.
 
 Revision ID: 0003_tenancy
-Revises: 0002
+Revises: 0003_agent_headers
 Create Date: 2026-11-30
 """
 
@@ -18,7 +18,7 @@ from alembic import op
 from api.db.tables import UTCDateTime
 
 revision = "0003_tenancy"
-down_revision = "0002"
+down_revision = "0003_agent_headers"
 branch_labels = None
 depends_on = None
 

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from api.settings import Settings
 from green_agent.config import EngineSettings
+from green_agent.white_agent.egress import EgressPolicy
 
 
 def test_defaults_run_with_zero_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,11 +47,25 @@ def test_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"max_concurrent_trials": 4, "max_concurrent_per_agent": 8}, "cannot exceed"),
         ({"card_url": "ftp://x"}, "card_url must be"),
         ({"max_concurrent_trials": 0}, "greater than or equal to 1"),
+        ({"egress_deny": ["10.0.0.0/8", "not a host!"]}, "neither a network"),
+        ({"tenant_slot_share": 0}, "greater than 0"),
     ],
 )
 def test_nonsense_is_refused(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         Settings(_env_file=None, **overrides)
+
+
+def test_egress_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GREEN_AGENT_EGRESS_ALLOW", '["10.1.0.0/16", ".agents.corp"]')
+    monkeypatch.setenv("GREEN_AGENT_EGRESS_DENY", '["10.1.9.0/24"]')
+    monkeypatch.setenv("GREEN_AGENT_ALLOW_PRIVATE_AGENTS", "false")
+    policy = Settings(_env_file=None).egress_policy()
+    assert policy.allow_private is False and policy.allow_hosts == (".agents.corp",)
+    assert [str(n) for n in policy.allow_networks] == ["10.1.0.0/16"]
+    assert [str(n) for n in policy.deny_networks] == ["10.1.9.0/24"]
+    assert Settings(_env_file=None).egress_policy(allow_private=True).allow_private is True
+    assert Settings(_env_file=None, _env_prefix="NONE_").egress_policy() == EgressPolicy()
 
 
 def test_card_url() -> None:

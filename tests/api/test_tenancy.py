@@ -135,6 +135,10 @@ async def test_keys_and_tenancy_matrix_over_rest_and_a2a(green: tuple[str, Keys]
             assert response.json()["detail"] == f"no assessment with id {id_a}"
         assert (await a.get(f"/assessments/{id_a}")).json()["status"] in ("queued", "running")
 
+        # A key without --allow-private-agents (here the admin's) may not assess an agent on loopback.
+        refused = await admin.post("/assessments", json=body)
+        assert refused.status_code == 422 and "agent_url is refused" in refused.text, refused.text
+
         # The admin sees both and may cancel a's.
         listed_admin = (await admin.get("/assessments")).json()
         assert {x["id"] for x in listed_admin["data"]} == {id_a, id_b}
