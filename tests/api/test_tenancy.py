@@ -136,8 +136,8 @@ async def test_keys_and_tenancy_matrix_over_rest_and_a2a(green: tuple[str, Keys]
         assert (await a.get(f"/assessments/{id_a}")).json()["status"] in ("queued", "running")
 
         # A key without --allow-private-agents (here the admin's) may not assess an agent on loopback.
-        refused = await admin.post("/assessments", json=body)
-        assert refused.status_code == 422 and "agent_url is refused" in refused.text, refused.text
+        private = await admin.post("/assessments", json=body)
+        assert private.status_code == 422 and "agent_url is refused" in private.text, private.text
 
         # The admin sees both and may cancel a's.
         listed_admin = (await admin.get("/assessments")).json()
