@@ -97,7 +97,9 @@ def create_app(settings: Settings) -> FastAPI:
     # Outermost first at run time: authentication (a 401 costs no body read), then the body limit and
     # strict JSON, then the routes.
     app.add_middleware(
-        RequestGuard, max_body_bytes=settings.max_request_bytes, max_json_depth=settings.max_json_depth
+        RequestGuard,
+        max_body_bytes=settings.max_request_bytes,
+        max_json_depth=settings.max_request_json_depth,
     )
     app.add_middleware(
         AuthenticationMiddleware,

@@ -3,8 +3,8 @@
 `RequestGuard` (pure ASGI, so streaming responses pass untouched) reads a request body up to
 `max_request_bytes` and answers 413 past it, before anything parses it (a Content-Length over the limit is
 refused without reading a byte). A JSON body must then pass `api.strict_json`: finite numbers, 64-bit
-integers, no NUL or lone surrogates in any string, nesting within `max_json_depth`; otherwise 422 on the REST
-routes, or a JSON-RPC parse error on the A2A JSON-RPC endpoint. A NUL in the path or query is a 422 too.
+integers, no NUL or lone surrogates in any string, nesting within `max_request_json_depth`; otherwise 422 on
+the REST routes, or a JSON-RPC parse error on the A2A JSON-RPC endpoint. A NUL in the path or query is a 422.
 
 `validation_error_handler` replaces FastAPI's 422 body, which echoes the whole input (a 20 MB body came back
 as 20 MB): at most `MAX_ERRORS` errors, each quoting at most a short preview of the input.

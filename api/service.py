@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Protocol, TypeVar
 
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
 
 from api.db.repository import (
     CANCELLED,
@@ -37,9 +37,17 @@ from api.events import ProgressHub, StatusChanged, Subscription, TrialDone
 from api.quotas import QuotaPolicy
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, ProgressEvent, RunInfo, TrialFinished, TrialResult
+from green_agent.models import (
+    AssessmentReport,
+    ProgressEvent,
+    RunInfo,
+    TranscriptMessage,
+    TrialFinished,
+    TrialResult,
+)
 from green_agent.slots import slot_caps
 from green_agent.white_agent.egress import EgressPolicy
+from retail_domain import TerminationReason
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -61,6 +69,25 @@ async def _with_retries(what: str, write: Callable[[], Awaitable[T]]) -> T:
             logger.warning("%s failed (%s: %s); retrying in %.1f s", what, type(exc).__name__, exc, delay)
             await asyncio.sleep(delay)
     return await write()
+
+
+def unstorable_stand_in(result: TrialResult, exc: Exception) -> TrialResult:
+    """What is stored for a trial the database refused for its content (a bug of ours: the engine makes
+    agent content storable): `internal_error`, reward 0, the transcript replaced by a note. It never helps
+    the agent, and the assessment goes on."""
+    note = f"[transcript not stored: the database refused it ({type(exc).__name__}); see the service log]"
+    return result.model_copy(
+        update={
+            "termination_reason": str(TerminationReason.INTERNAL_ERROR),
+            "reward": 0.0,
+            "is_successful": False,
+            "transcript": [TranscriptMessage(index=0, role="assistant", content=note)],
+            "nl_verdicts": [],
+            "judge_input": None,
+            "protocol_warnings": [],
+            "error": f"internal error: the trial could not be stored ({type(exc).__name__})",
+        }
+    )
 
 
 def concurrency_warnings(config: AssessmentConfig, settings: EngineSettings) -> list[str]:
@@ -148,6 +175,8 @@ class AssessmentService:
         self._egress = egress or EgressPolicy()
         self._running: dict[str, asyncio.Task[None]] = {}
         self._cancel_requested: set[str] = set()
+        self._stood_in: set[str] = set()
+        """Assessments with a trial stored as `unstorable_stand_in`: their report is rebuilt from storage."""
         # Called with the final record whenever an assessment reaches a terminal status (A2A bookkeeping).
         self.finish_listeners: list[Callable[[AssessmentRecord], Awaitable[None]]] = []
 
@@ -267,6 +296,10 @@ class AssessmentService:
             logger.exception("assessment %s failed", assessment_id)
             await self._finish(assessment_id, FAILED, error=f"{type(exc).__name__}: {exc}")
         else:
+            if assessment_id in self._stood_in:  # the engine's report counts what the database refused
+                self._stood_in.discard(assessment_id)
+                stored = await self.repository.trial_results(assessment_id)
+                report = compute_report(config, stored, report.time_used_s, run_info=report.run_info)
             report = report.model_copy(update={"time_used_s": record.run_seconds + report.time_used_s})
             await self._finish(assessment_id, COMPLETED, report=report)
 
@@ -281,11 +314,7 @@ class AssessmentService:
     def _event_handler(self, assessment_id: str, trials_total: int, clock: Callable[[], float]) -> OnEvent:
         async def on_event(event: ProgressEvent) -> None:
             if isinstance(event, TrialFinished):
-                result = event.result
-                done = await _with_retries(
-                    f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}",
-                    lambda: self.repository.save_trial(assessment_id, result, run_seconds=clock()),
-                )
+                result, done = await self._store_trial(assessment_id, event.result, clock)
                 if done is None:  # already stored (cannot happen with `completed` honoured): not news
                     return
                 self.hub.publish(
@@ -304,6 +333,27 @@ class AssessmentService:
                 self.hub.publish(assessment_id, event)
 
         return on_event
+
+    async def _store_trial(
+        self, assessment_id: str, result: TrialResult, clock: Callable[[], float]
+    ) -> tuple[TrialResult, int | None]:
+        """Store a trial; if the database refuses its content (not a passing failure), store a stand-in."""
+        what = f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}"
+        try:
+            done = await _with_retries(
+                what, lambda: self.repository.save_trial(assessment_id, result, run_seconds=clock())
+            )
+            return result, done
+        except (StatementError, ValueError) as exc:
+            if isinstance(exc, _TRANSIENT_DB_ERRORS):
+                raise
+            logger.exception("%s: the database refused it; storing an internal_error stand-in", what)
+            stand_in = unstorable_stand_in(result, exc)
+            done = await _with_retries(
+                what, lambda: self.repository.save_trial(assessment_id, stand_in, run_seconds=clock())
+            )
+            self._stood_in.add(assessment_id)
+            return stand_in, done
 
     async def _finish_cancelled(self, assessment_id: str, config: AssessmentConfig, elapsed: float) -> None:
         # A cancelled assessment keeps a report over the trials that did finish, so the work is not lost.

@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 
 from api.quotas import QuotaPolicy, TenantQuota
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
+from green_agent.limits import AgentLimits
 from green_agent.usage import ModelPrice
 from green_agent.white_agent.egress import EgressPolicy, parse_destinations
 
@@ -32,6 +33,13 @@ DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./green_agent.db"
 def _engine_default(name: str) -> Any:
     # The engine owns the defaults of its settings; the operator's Settings only expose them.
     return EngineSettings.model_fields[name].default
+
+
+def _limit(name: str) -> Any:
+    """One bound on the white agent, with the engine's default and description (green_agent/limits.py)."""
+    field = AgentLimits.model_fields[name]
+    bounds = {key: getattr(m, key) for m in field.metadata for key in ("ge", "le") if hasattr(m, key)}
+    return Field(default=field.default, description=field.description, **bounds)
 
 
 # Driver-less URLs people copy from elsewhere, mapped to the async drivers this service ships with.
@@ -147,6 +155,20 @@ class Settings(BaseSettings):
     user_guidelines_file: Path | None = _engine_default("user_guidelines_file")
     judge_rubric_file: Path | None = _engine_default("judge_rubric_file")
     normalize_ids: bool = _engine_default("normalize_ids")
+    # -- scoring integrity (issue 8): bounds on the white agent, retries of trials our side failed -----------
+    max_reply_bytes: int = _limit("max_reply_bytes")
+    max_reply_values: int = _limit("max_reply_values")
+    max_json_depth: int = _limit("max_json_depth")
+    max_tool_calls: int = _limit("max_tool_calls")
+    max_argument_bytes: int = _limit("max_argument_bytes")
+    max_argument_keys: int = _limit("max_argument_keys")
+    max_id_chars: int = _limit("max_id_chars")
+    max_name_chars: int = _limit("max_name_chars")
+    max_text_bytes: int = _limit("max_text_bytes")
+    max_transcript_bytes: int = _limit("max_transcript_bytes")
+    max_agent_text_bytes_per_trial: int = _limit("max_agent_text_bytes_per_trial")
+    trial_retries: int = Field(default=_engine_default("trial_retries"), ge=0, le=10)
+    trial_retry_backoff_s: float = Field(default=_engine_default("trial_retry_backoff_s"), ge=0, le=600)
     # -- cost accounting (tau2 interop, issue 12) --
     llm_prices: dict[str, ModelPrice] = Field(
         default_factory=dict,
@@ -224,8 +246,8 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(
         default=1_048_576, ge=1024, le=1_073_741_824, description="Largest request body (413 beyond)."
     )
-    max_json_depth: int = Field(
-        default=32, ge=4, le=512, description="Deepest nesting of a JSON request body (422 beyond)."
+    max_request_json_depth: int = Field(
+        default=32, ge=4, le=512, description="Deepest nesting of JSON in a request (422 beyond)."
     )
 
     @field_validator("database_url")
@@ -352,6 +374,9 @@ class Settings(BaseSettings):
             user_guidelines_file=self.user_guidelines_file,
             judge_rubric_file=self.judge_rubric_file,
             normalize_ids=self.normalize_ids,
+            limits=AgentLimits(**{name: getattr(self, name) for name in AgentLimits.model_fields}),
+            trial_retries=self.trial_retries,
+            trial_retry_backoff_s=self.trial_retry_backoff_s,
             tenant_slot_share=self.tenant_slot_share,
             assessment_slot_share=self.assessment_slot_share,
             max_agent_headers=self.max_agent_headers,

@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
+from api.runtime import freeze_startup_objects
 from api.service import AssessmentService
 from bench.procstats import (
     machine_busy_seconds,
@@ -83,6 +84,7 @@ async def green_agent_service(
     database_url: str, settings: EngineSettings, data: RetailData
 ) -> AsyncIterator[GreenAgent]:
     database = create_engine(database_url)
+    freeze_startup_objects()  # as the service does once the data is loaded
     try:
         await upgrade(database)
         repository = AssessmentRepository(database)

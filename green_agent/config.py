@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from green_agent.limits import AgentLimits
 from green_agent.usage import ModelPrice
 from green_agent.white_agent.egress import url_problem
 
@@ -109,6 +110,20 @@ class EngineSettings(BaseModel):
     )
     normalize_ids: bool = Field(
         default=False, description="Tolerant id lookup in the tools (off = upstream parity)."
+    )
+    # -- scoring integrity: bounds on the white agent, and retries of trials our side failed --------------
+    limits: AgentLimits = Field(
+        default_factory=AgentLimits, description="Bounds on everything a white agent sends (limits.py)."
+    )
+    trial_retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Times a trial that ended in infrastructure_error (user simulator or judge unavailable "
+        "after its own retries) is run again before it is excluded.",
+    )
+    trial_retry_backoff_s: float = Field(
+        default=5.0, ge=0, description="Wait before the first trial retry; doubled after each one."
     )
     # -- fairness and agent headers (issue 9) --
     tenant_slot_share: float = Field(

@@ -30,7 +30,7 @@ from green_agent.errors import AgentEgressError, AgentError
 from green_agent.judge import Judge
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, RunInfo, TrialResult, TrialStarted
+from green_agent.models import AssessmentReport, RunInfo, TrialFinished, TrialResult, TrialStarted
 from green_agent.orchestrator import TrialDeps, TrialSpec, run_trial
 from green_agent.prompts import load_prompt
 from green_agent.seeds import trial_seeds
@@ -41,7 +41,7 @@ from green_agent.white_agent.dialect import Dialect, declares_structured
 from green_agent.white_agent.egress import EgressPolicy, Resolver, resolve_agent
 from green_agent.white_agent.structured_dialect import StructuredDialect
 from green_agent.white_agent.text_dialect import TextDialect
-from retail_domain import TOOL_SCHEMAS, RetailData
+from retail_domain import TOOL_SCHEMAS, RetailData, TerminationReason
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,11 @@ class Engine:
     def _pool_for(self, policy: EgressPolicy) -> WhiteAgentPool:
         pool = self._pools.get(policy)
         if pool is None:
-            limits = ClientLimits(conversations_per_client=self.settings.conversations_per_client)
+            limits = ClientLimits(
+                conversations_per_client=self.settings.conversations_per_client,
+                max_reply_bytes=self.settings.limits.max_reply_bytes,
+                max_reply_values=self.settings.limits.max_reply_values,
+            )
             pool = self._pools[policy] = WhiteAgentPool(limits, policy=policy, resolver=self._resolver)
         return pool
 
@@ -206,7 +210,9 @@ class Engine:
         async def one(spec: TrialSpec) -> None:
             async with assessment_bound, agent_bound, self.slots.slot(tenant, owner):
                 await emit(TrialStarted(task_id=spec.task.id, trial=spec.trial))
-                results.append(await run_trial(spec, deps))
+                result = await self._run_with_retries(spec, deps)
+                await emit(TrialFinished(result=result))
+                results.append(result)
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -256,6 +262,21 @@ class Engine:
     def user_guidelines_sha256(self) -> str:
         return _sha256(self._guidelines)
 
+    async def _run_with_retries(self, spec: TrialSpec, deps: TrialDeps) -> TrialResult:
+        """Run a trial; run it again (bounded, with backoff) while it ends in infrastructure_error, which only
+        our own dependencies cause. What remains after the last retry is excluded from the metrics."""
+        delay = self.settings.trial_retry_backoff_s
+        for _ in range(self.settings.trial_retries):
+            result = await run_trial(spec, deps)
+            if result.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR:
+                return result
+            log.warning(
+                "trial %s/%s: %s; running it again in %.1f s", spec.task.id, spec.trial, result.error, delay
+            )
+            await asyncio.sleep(delay)
+            delay *= 2
+        return await run_trial(spec, deps)
+
     async def _card_error(
         self, pool: WhiteAgentPool, agent_url: str, headers: dict[str, str]
     ) -> AgentError | None:
@@ -283,11 +304,12 @@ class Engine:
             return pool.conversation(config.agent_url, turn_timeout_s=turn_timeout, headers=headers)
 
         def choose_dialect(conversation: Conversation) -> Dialect:
+            depth = self.settings.limits.max_json_depth
             if config.dialect == "structured" or (
                 config.dialect == "auto" and declares_structured(conversation.card)
             ):
-                return StructuredDialect()
-            return TextDialect()
+                return StructuredDialect(depth)
+            return TextDialect(depth)
 
         user = self._user_simulator(config)
         return TrialDeps(
@@ -300,6 +322,7 @@ class Engine:
             normalize_ids=self.settings.normalize_ids,
             emit=emit,
             turn_events=emit is not _ignore,
+            limits=self.settings.limits,
             user_model=user.llm.endpoint.model if isinstance(user, LLMUserSimulator) else None,
             prices=self.settings.llm_prices,
             agent_usage_bounds=(

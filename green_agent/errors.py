@@ -11,6 +11,8 @@ Foreign exceptions (httpx, a2a-sdk, openai) are translated where they enter: in 
     │   └── AgentProtocolError      HTTP or A2A error, bad card, failed task, empty or malformed answer
     └── InfrastructureError         our own dependency failed: `infrastructure_error`, excluded from metrics
         └── LLMError                the user-simulator or judge LLM kept failing after its retries
+            └── LLMContextTooLong   the LLM refused the conversation as too long (HTTP 400): charged to the
+                                    agent when its own text fills the conversation (limits.py), else ours
 
 `ConfigError` (in `config.py`, a `ValueError`) is separate: it is raised before an assessment starts.
 """
@@ -51,3 +53,9 @@ class InfrastructureError(EngineError):
 
 class LLMError(InfrastructureError):
     """An LLM call (user simulator or judge) failed after its retries."""
+
+
+class LLMContextTooLong(LLMError):
+    """The LLM refused the request as longer than its context (HTTP 400, `context_length_exceeded` or a
+    message saying so). Deterministic on the input, so never retried; who pays is decided by the trial
+    (`limits.llm_failure_outcome`), and it stays an infrastructure error when unsure."""

@@ -89,7 +89,7 @@ class AssessmentExecutor(AgentExecutor):
                 text,
                 split_ids=runtime.data.splits,
                 user_models=runtime.settings.user_model_names(),
-                max_json_depth=runtime.settings.max_json_depth,
+                max_json_depth=runtime.settings.max_request_json_depth,
             )
             record, _ = await runtime.service.create(
                 config,

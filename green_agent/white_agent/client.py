@@ -13,6 +13,10 @@ reason, reads "could not reach the agent", and so does any failure at an endpoin
 another origin than the agent URL (only the agent's own origin gets detailed errors, for vendors debugging).
 Optional per-assessment headers (the agent's own credentials) go with every request to the agent, and
 nowhere else: never into messages, errors or logs.
+
+Size rule: every response body is read through `_BoundedTransport`, which stops reading past `max_reply_bytes`
+and refuses bodies with more JSON values than `max_reply_values`, before the A2A SDK parses them (it does so
+on the event loop). Compressed bodies are refused: a small body could inflate without bound.
 """
 
 from __future__ import annotations
@@ -31,7 +35,17 @@ import httpx
 from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientTimeoutError
 from a2a.helpers import get_data_parts, get_text_parts
-from a2a.types import AgentCard, GetTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState
+from a2a.types import (
+    AgentCard,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
 from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
@@ -43,6 +57,7 @@ from green_agent.errors import (
     AgentTimeoutError,
     AgentUnreachableError,
 )
+from green_agent.limits import AgentLimits, reply_values
 from green_agent.white_agent.egress import (
     UNREACHABLE,
     EgressPolicy,
@@ -86,11 +101,57 @@ class ClientLimits:
     connect_retries: int = 3
     retry_backoff_s: float = 0.25
     poll_interval_s: float = 0.25
+    max_reply_bytes: int = AgentLimits().max_reply_bytes
+    max_reply_values: int = AgentLimits().max_reply_values
 
     @property
     def retry_schedule_s(self) -> float:
         """Total wait between the connection attempts of one message (or card)."""
         return sum(self.retry_backoff_s * 2**i for i in range(self.connect_retries))
+
+
+class _BoundedTransport(httpx.AsyncBaseTransport):
+    """Wraps the transport that connects: reads each response body in full, but never past `max_bytes`;
+    refuses compressed bodies and bodies with more than `max_values` JSON values. Raises
+    `AgentProtocolError`, which the SDK lets through."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, *, max_bytes: int, max_values: int) -> None:
+        self._inner, self._max_bytes, self._max_values = inner, max_bytes, max_values
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.headers["Accept-Encoding"] = "identity"
+        response = await self._inner.handle_async_request(request)
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            if encoding not in ("", "identity"):
+                raise AgentProtocolError(f"the agent sent a {encoding!r}-encoded body; only identity is read")
+            async for chunk in response.stream:  # type: ignore[union-attr]
+                size += len(chunk)
+                if size > self._max_bytes:
+                    raise AgentProtocolError(
+                        f"the agent's response is larger than {self._max_bytes} bytes (max_reply_bytes)"
+                    )
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+        body = b"".join(chunks)
+        if reply_values(body) > self._max_values:
+            raise AgentProtocolError(
+                f"the agent's response holds more than {self._max_values} JSON values (max_reply_values)"
+            )
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "transfer-encoding"]
+        return httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=body,
+            request=request,
+            extensions=response.extensions,
+        )
 
 
 @dataclass
@@ -162,8 +223,13 @@ class WhiteAgentPool:
         self._slots.append(slot)
         return slot
 
-    def _transport(self, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
-        return egress_transport(self.policy, self.resolver, ssl_context=self._ssl_context(), limits=limits)
+    def _transport(self, limits: httpx.Limits) -> httpx.AsyncBaseTransport:
+        connecting = egress_transport(
+            self.policy, self.resolver, ssl_context=self._ssl_context(), limits=limits
+        )
+        return _BoundedTransport(
+            connecting, max_bytes=self.limits.max_reply_bytes, max_values=self.limits.max_reply_values
+        )
 
     def _acquire_slot(self) -> _Slot:
         free = [s for s in self._slots if s.active < self.limits.conversations_per_client]
@@ -294,7 +360,9 @@ class Conversation:
                 context_id=self.context_id,
                 task_id=self._open_task_id,
                 metadata=self.metadata or None,
-            )
+            ),
+            # The answer only, not the task's history (which repeats our own messages and only grows).
+            configuration=SendMessageConfiguration(history_length=0),
         )
         del parts
         try:
@@ -350,7 +418,9 @@ class Conversation:
     async def _reply_from_task(self, task: Task) -> AgentReply:
         while task.status.state in _PENDING_STATES:
             await asyncio.sleep(self.limits.poll_interval_s)
-            task = await self.client.get_task(GetTaskRequest(id=task.id), context=self.call_context)
+            task = await self.client.get_task(
+                GetTaskRequest(id=task.id, history_length=0), context=self.call_context
+            )
         state = task.status.state
         status_parts = list(task.status.message.parts) if task.status.HasField("message") else []
         if state in _FAILED_STATES:

@@ -68,15 +68,23 @@ def free_port() -> int:
 class GreenProcess:
     """`green-agent serve` as a real subprocess (so it can be SIGKILLed)."""
 
-    def __init__(self, database_url: str, port: int, log_path: Path) -> None:
+    def __init__(
+        self, database_url: str, port: int, log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.database_url = database_url
+        self.env = env or {}
         self.port = port
         self.url = f"http://127.0.0.1:{port}/"
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        env = {**os.environ, "DATABASE_URL": self.database_url, "GREEN_AGENT_CARD_URL": self.url}
+        env = {
+            **os.environ,
+            "DATABASE_URL": self.database_url,
+            "GREEN_AGENT_CARD_URL": self.url,
+            **self.env,
+        }
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [

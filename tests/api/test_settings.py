@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from api.settings import Settings
 from green_agent.config import EngineSettings
+from green_agent.limits import AgentLimits
 from green_agent.white_agent.egress import EgressPolicy
 
 
@@ -47,6 +48,8 @@ def test_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"max_concurrent_trials": 4, "max_concurrent_per_agent": 8}, "cannot exceed"),
         ({"card_url": "ftp://x"}, "card_url must be"),
         ({"max_concurrent_trials": 0}, "greater than or equal to 1"),
+        ({"max_id_chars": 256}, "less than or equal to 255"),
+        ({"max_json_depth": 1}, "greater than or equal to 2"),
         ({"egress_deny": ["10.0.0.0/8", "not a host!"]}, "neither a network"),
         ({"tenant_slot_share": 0}, "greater than 0"),
     ],
@@ -85,8 +88,10 @@ def test_every_engine_setting_is_exposed(monkeypatch: pytest.MonkeyPatch) -> Non
     # Operator-facing names that differ from the engine's; every other EngineSettings field keeps its name.
     renamed = {"judge": "judge_model"}
     exposed = set(Settings.model_fields)
-    missing = [f for f in EngineSettings.model_fields if renamed.get(f, f) not in exposed]
+    missing = [f for f in EngineSettings.model_fields if f != "limits" and renamed.get(f, f) not in exposed]
     assert missing == []
+    # The bounds on the white agent are flat operator settings, one per AgentLimits field.
+    assert [f for f in AgentLimits.model_fields if f not in exposed] == []
     # The defaults are the engine's own.
     settings = Settings(_env_file=None)
     assert settings.engine_settings() == EngineSettings()
@@ -96,7 +101,12 @@ def test_every_engine_setting_is_exposed(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("GREEN_AGENT_MAX_CONCURRENT_TRIALS", "256")
     monkeypatch.setenv("GREEN_AGENT_MAX_CONCURRENT_PER_AGENT", "128")
     monkeypatch.setenv("GREEN_AGENT_NORMALIZE_IDS", "true")
+    monkeypatch.setenv("GREEN_AGENT_MAX_TOOL_CALLS", "4")
+    monkeypatch.setenv("GREEN_AGENT_TRIAL_RETRIES", "0")
+    monkeypatch.setenv("GREEN_AGENT_MAX_AGENT_TEXT_BYTES_PER_TRIAL", "65536")
     engine = Settings(_env_file=None).engine_settings()
+    assert engine.limits.max_tool_calls == 4 and engine.trial_retries == 0
+    assert engine.limits.max_agent_text_bytes_per_trial == 65536
     assert engine.scripted_user_delay_s == 0.2 and engine.conversations_per_client == 4
     assert (engine.max_concurrent_trials, engine.max_concurrent_per_agent) == (256, 128)
     assert engine.normalize_ids is True
