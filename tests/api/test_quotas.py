@@ -5,7 +5,6 @@ per-tenant override. The white agent never answers, so admitted assessments stay
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,11 +12,11 @@ import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.helpers import get_message_text
-from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
+from a2a.types import TaskState
 
 from api.db.engine import create_engine
 from api.db.keys import KeyRepository
-from tests.api.servers import serve_green
+from tests.api.servers import a2a_final_task, serve_green
 
 QUOTAS: dict[str, Any] = {
     "quota_active_assessments": 2,
@@ -113,11 +112,7 @@ async def test_a_full_quota_rejects_an_a2a_request_with_a_message(database_url: 
         text = json.dumps(
             {"participants": {"agent": idle_url}, "config": {"domain": "retail", "num_tasks": 1}}
         )
-        request = SendMessageRequest(
-            message=Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)])
-        )
-        (response,) = [r async for r in client.send_message(request)]
-        task = await client.get_task(GetTaskRequest(id=response.task.id))
+        task = await a2a_final_task(client, text)
         assert task.status.state == TaskState.TASK_STATE_REJECTED
         reply = get_message_text(task.status.message)
         assert "(limit 1)" in reply and "retry in 9 s" in reply, reply

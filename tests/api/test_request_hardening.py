@@ -15,9 +15,9 @@ import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.helpers import get_message_text
-from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
+from a2a.types import TaskState
 
-from tests.api.servers import serve_green
+from tests.api.servers import a2a_final_task, serve_green
 
 NESTED_40: list[Any] = []
 for _ in range(39):
@@ -232,11 +232,7 @@ async def test_bad_a2a_requests_are_rejected_tasks_with_a_message(
     client: httpx.AsyncClient, text: str, message: str
 ) -> None:
     a2a = await create_client(str(client.base_url), ClientConfig(httpx_client=client, streaming=False))
-    request = SendMessageRequest(
-        message=Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)])
-    )
-    (response,) = [r async for r in a2a.send_message(request)]
-    task = await a2a.get_task(GetTaskRequest(id=response.task.id))
+    task = await a2a_final_task(a2a, text)
     assert task.status.state == TaskState.TASK_STATE_REJECTED
     reply = get_message_text(task.status.message)
     assert message in reply and len(reply) < SHORT, reply

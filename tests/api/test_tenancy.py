@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -19,10 +18,6 @@ from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
-    Message,
-    Part,
-    Role,
-    SendMessageConfiguration,
     SendMessageRequest,
     SubscribeToTaskRequest,
     TaskState,
@@ -33,7 +28,7 @@ from api.auth import Principal, open_mode_warning, principal_for_key
 from api.cli import main as cli_main
 from api.db.engine import create_engine
 from api.db.keys import KeyRepository, hash_key
-from tests.api.servers import poll, serve_green
+from tests.api.servers import a2a_text_request, poll, serve_green
 
 
 @dataclass
@@ -76,10 +71,7 @@ async def a2a_client(url: str, http: httpx.AsyncClient, *, streaming: bool = Fal
 
 def agentbeats_request(agent_url: str) -> SendMessageRequest:
     text = json.dumps({"participants": {"agent": agent_url}, "config": {"domain": "retail", "num_tasks": 2}})
-    return SendMessageRequest(
-        message=Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)]),
-        configuration=SendMessageConfiguration(return_immediately=True),
-    )
+    return a2a_text_request(text, return_immediately=True)
 
 
 async def test_keys_and_tenancy_matrix_over_rest_and_a2a(green: tuple[str, Keys], idle_url: str) -> None:
