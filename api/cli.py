@@ -12,6 +12,9 @@ and database migrations.
     green-agent db upgrade [--database-url URL]                 apply the migrations
     green-agent keys create --tenant NAME [--admin] [--allow-private-agents]   a new API key, shown once
     green-agent keys list | keys revoke KEY_ID                  the keys (never their secrets); revoke one
+
+`run` and `demo` exit 0 only when the assessment completed with a complete report; 1 failed, 2 bad options,
+3 partial, 4 cancelled (`green-agent run --help` has the details).
 """
 
 from __future__ import annotations
@@ -26,11 +29,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from api.exit_codes import DEMO_EXIT_CODES_HELP, EXIT_CODES_HELP, ExitCode
 from api.settings import DEFAULT_DATABASE_URL, Settings
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 
 def _settings(**overrides: Any) -> Settings:
@@ -77,11 +77,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_database(serve)
 
-    run = commands.add_parser("run", help="run one assessment in-process against a white agent")
+    run = commands.add_parser(
+        "run",
+        help="run one assessment in-process against a white agent",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_assessment_options(run, demo=False)
     _add_database(run)
 
-    demo = commands.add_parser("demo", help="assess the built-in oracle agent (no configuration needed)")
+    demo = commands.add_parser(
+        "demo",
+        help="assess the built-in oracle agent (no configuration needed)",
+        epilog=DEMO_EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_assessment_options(demo, demo=True)
     demo.add_argument("--database-url", help="default: the embedded SQLite file ./green_agent.db")
 
@@ -188,7 +198,7 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=5,
     )
     uvicorn.Server(config).run()
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
@@ -206,7 +216,7 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 
     asyncio.run(go())
     print(f"database at {settings.database_url_for_display()} is up to date")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _keys(args: argparse.Namespace) -> int:
@@ -220,7 +230,7 @@ def _keys(args: argparse.Namespace) -> int:
             check_tenant_name(args.tenant)
         except ValueError as exc:
             print(exc, file=sys.stderr)
-            return EXIT_USAGE
+            return ExitCode.USAGE
 
     async def go() -> int:
         engine = create_engine(settings.database_url)
@@ -235,7 +245,7 @@ def _keys(args: argparse.Namespace) -> int:
                 print(f"created key {key.id} for tenant {key.tenant}{flags}")
                 print("the key (shown only now; only its hash is stored):")
                 print(secret)
-                return EXIT_OK
+                return ExitCode.OK
             if args.keys_command == "list":
                 print(f"{'id':<17} {'tenant':<24} {'flags':<28} {'created':<20} revoked")
                 for key in await keys.list():
@@ -243,13 +253,13 @@ def _keys(args: argparse.Namespace) -> int:
                     revoked = f"{key.revoked_at:%Y-%m-%d %H:%M:%S}" if key.revoked_at else "-"
                     created = f"{key.created_at:%Y-%m-%d %H:%M:%S}"
                     print(f"{key.id:<17} {key.tenant:<24} {flags:<28} {created:<20} {revoked}")
-                return EXIT_OK
+                return ExitCode.OK
             revoked_key = await keys.revoke(args.key_id)
             if revoked_key is None:
                 print(f"no key with id {args.key_id!r} (see green-agent keys list)", file=sys.stderr)
-                return EXIT_FAILED
+                return ExitCode.FAILED
             print(f"key {revoked_key.id} of tenant {revoked_key.tenant} is revoked")
-            return EXIT_OK
+            return ExitCode.OK
         finally:
             await engine.dispose()
 
@@ -288,7 +298,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     except ValidationError as exc:
         print(f"invalid options: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     return asyncio.run(run_assessment(settings, config, output=args.output, quiet=args.quiet))
 
 
@@ -336,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _interop(args)
     except ValidationError as exc:
         print(f"invalid settings: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         return 130
     raise AssertionError(f"unhandled command {args.command}")

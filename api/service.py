@@ -36,6 +36,7 @@ from api.db.tables import DEFAULT_TENANT
 from api.events import ProgressHub, StatusChanged, Subscription, TrialDone
 from api.quotas import QuotaPolicy
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
+from green_agent.errors import AgentNotReachedError
 from green_agent.metrics import compute_report
 from green_agent.models import (
     AssessmentReport,
@@ -290,8 +291,14 @@ class AssessmentService:
             )
         except asyncio.CancelledError:
             if assessment_id in self._cancel_requested:
-                await asyncio.shield(self._finish_cancelled(assessment_id, config, clock()))
+                await asyncio.shield(
+                    self._finish_cancelled(assessment_id, config, record.trials_total, clock())
+                )
             raise
+        except AgentNotReachedError as exc:
+            # Not our failure (the agent is absent or the URL wrong): no traceback; the message says the fix.
+            logger.info("assessment %s failed: %s", assessment_id, exc)
+            await self._finish(assessment_id, FAILED, error=str(exc))
         except Exception as exc:
             logger.exception("assessment %s failed", assessment_id)
             await self._finish(assessment_id, FAILED, error=f"{type(exc).__name__}: {exc}")
@@ -355,11 +362,18 @@ class AssessmentService:
             self._stood_in.add(assessment_id)
             return stand_in, done
 
-    async def _finish_cancelled(self, assessment_id: str, config: AssessmentConfig, elapsed: float) -> None:
-        # A cancelled assessment keeps a report over the trials that did finish, so the work is not lost.
+    async def _finish_cancelled(
+        self, assessment_id: str, config: AssessmentConfig, trials_total: int, elapsed: float
+    ) -> None:
+        # A cancelled assessment keeps a report over the trials that did finish, so the work is not lost; it
+        # is partial, with the trials that never ran counted as `not_run`.
         trials = await self.repository.trial_results(assessment_id)
         run_info = self._engine.run_info(config)
-        report = compute_report(config, trials, elapsed, run_info=run_info) if trials else None
+        report = (
+            compute_report(config, trials, elapsed, trials_planned=trials_total, run_info=run_info)
+            if trials
+            else None
+        )
         await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")
 
     async def _finish(

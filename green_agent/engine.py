@@ -11,7 +11,9 @@ included, for local use); connections are pooled per policy, so one made under a
 under a stricter one.
 
 `run()` is cancellable: cancelling it cancels its in-flight trials (their conversations close) and the
-cancellation propagates. Trials passed as `completed` are not run again (resume).
+cancellation propagates. Trials passed as `completed` are not run again (resume). A white agent that cannot
+be reached at the start (its card, or every message until it first answers) raises `AgentNotReachedError`:
+an assessment of an agent that was never there is no assessment, not a score of 0.
 """
 
 from __future__ import annotations
@@ -21,17 +23,17 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings, LLMEndpoint
-from green_agent.errors import AgentEgressError, AgentError
+from green_agent.errors import AgentEgressError, AgentError, AgentNotReachedError
 from green_agent.judge import Judge
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
 from green_agent.models import AssessmentReport, RunInfo, TrialFinished, TrialResult, TrialStarted
-from green_agent.orchestrator import TrialDeps, TrialSpec, run_trial
+from green_agent.orchestrator import FirstContactFailed, TrialDeps, TrialSpec, run_trial
 from green_agent.prompts import load_prompt
 from green_agent.seeds import trial_seeds
 from green_agent.slots import FairSlots
@@ -195,11 +197,10 @@ class Engine:
         agent = await resolve_agent(config.agent_url, self._resolver)
         pool = self._pool_for((egress or EgressPolicy()).for_agent(agent))
         headers = config.agent_header_values()
-        pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
-        card_error = await self._card_error(pool, config.agent_url, headers)
-        if isinstance(card_error, AgentEgressError):
-            raise card_error
-        deps = self._deps(config, emit, card_error, pool, headers)
+        pending = [key for key in keys if key not in done]
+        if pending:
+            await self._check_card(pool, config.agent_url, headers)
+        deps = self._deps(config, emit, pool, headers)
         assessment_bound = asyncio.Semaphore(config.concurrency)
         agent_bound = self._per_agent.setdefault(
             agent.key, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
@@ -216,9 +217,7 @@ class Engine:
 
         try:
             async with asyncio.TaskGroup() as group:
-                for task_id, trial in keys:
-                    if (task_id, trial) in done:
-                        continue
+                for task_id, trial in pending:
                     spec = TrialSpec(
                         task=self.data.tasks[task_id],
                         trial=trial,
@@ -228,8 +227,18 @@ class Engine:
                     )
                     group.create_task(one(spec))
         except BaseExceptionGroup as group_error:
-            # A failing event handler (e.g. the service's database) stops the assessment: surface it plainly.
-            raise group_error.exceptions[0] from group_error
+            # A failing event handler (e.g. the service's database) or an agent never reached stops the
+            # assessment, the other trials being cancelled: surface the reason plainly.
+            first = group_error.exceptions[0]
+            if isinstance(first, FirstContactFailed):
+                card = await pool.card(config.agent_url, headers)  # cached by `_check_card`
+                advertised = ", ".join(i.url for i in card.supported_interfaces) or "no address"
+                problem = (
+                    "its agent card was read, but no message could be delivered to the address it advertises "
+                    f"({advertised}): {first.__cause__}"
+                )
+                raise AgentNotReachedError(config.agent_url, problem) from first.__cause__
+            raise first from group_error
 
         every = sorted([*done.values(), *results], key=lambda r: position[(r.task_id, r.trial)])
         return compute_report(config, every, time.monotonic() - clock, run_info=self.run_info(config))
@@ -277,30 +286,24 @@ class Engine:
             delay *= 2
         return await run_trial(spec, deps)
 
-    async def _card_error(
-        self, pool: WhiteAgentPool, agent_url: str, headers: dict[str, str]
-    ) -> AgentError | None:
-        """Fetch the card once up front (with its retries): when the agent cannot even be reached, every trial
-        fails at once with that reason instead of each retrying the connection in turn."""
+    async def _check_card(self, pool: WhiteAgentPool, agent_url: str, headers: dict[str, str]) -> None:
+        """Fetch the card once up front (with its retries; conversations reuse it): an agent whose card cannot
+        be read cannot be assessed, so the assessment fails at once rather than charging every trial. A card
+        the egress policy refuses raises its own `AgentEgressError`."""
+        pool.forget_card(agent_url)  # an agent redeployed between assessments may have changed
         try:
             await pool.card(agent_url, headers)
+        except AgentEgressError:
+            raise
         except AgentError as exc:
-            return exc
-        return None
+            raise AgentNotReachedError(agent_url, str(exc)) from exc
 
     def _deps(
-        self,
-        config: AssessmentConfig,
-        emit: EventHandler,
-        card_error: AgentError | None,
-        pool: WhiteAgentPool,
-        headers: dict[str, str],
+        self, config: AssessmentConfig, emit: EventHandler, pool: WhiteAgentPool, headers: dict[str, str]
     ) -> TrialDeps:
         turn_timeout = config.turn_timeout_s or self.settings.turn_timeout_s
 
         def open_conversation() -> contextlib.AbstractAsyncContextManager[Conversation]:
-            if card_error is not None:
-                return _failing(card_error)
             return pool.conversation(config.agent_url, turn_timeout_s=turn_timeout, headers=headers)
 
         def choose_dialect(conversation: Conversation) -> Dialect:
@@ -338,9 +341,3 @@ def _sha256(text: str) -> str:
 
 async def _ignore(event: Any) -> None:
     return None
-
-
-@contextlib.asynccontextmanager
-async def _failing(error: AgentError) -> AsyncIterator[Conversation]:
-    raise type(error)(str(error))
-    yield  # an async generator, so that this is a context manager
