@@ -11,7 +11,7 @@ import contextlib
 import hashlib
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -30,7 +30,7 @@ from api.db.tables import (
     UTCDateTime,
 )
 from api.quotas import Load
-from green_agent.models import AssessmentReport, TrialResult
+from green_agent.models import AssessmentReport, TranscriptMessage, TrialResult
 
 # Assessment statuses. `queued` and `running` are unfinished: a restarted service resumes them.
 QUEUED = "queued"
@@ -196,7 +196,7 @@ def _trial_values(assessment_id: str, result: TrialResult) -> dict[str, Any]:
     }
 
 
-def _message_values(trial_id: int, result: TrialResult) -> list[dict[str, Any]]:
+def _message_values(trial_id: int, messages: Sequence[TranscriptMessage]) -> list[dict[str, Any]]:
     # Plain dicts for one executemany: a trial has tens of messages, and one ORM object each cost more CPU
     # than the rest of the trial's storage together.
     return [
@@ -212,7 +212,7 @@ def _message_values(trial_id: int, result: TrialResult) -> list[dict[str, Any]]:
             "error": m.error,
             "timestamp": m.timestamp,
         }
-        for m in result.transcript
+        for m in messages
     ]
 
 
@@ -237,6 +237,11 @@ _VERDICTS = cast(Table, NLVerdictRow.__table__)
 # compiled form instead of building and cache-keying a new statement per trial.
 _INSERT_TRIAL = insert(_TRIALS).returning(_TRIALS.c.id)
 _INSERT_MESSAGES = insert(_MESSAGES)
+MESSAGES_PER_INSERT = 128
+"""Transcript rows per INSERT of `save_trial`. Each batch is one await, so that storing a transcript of
+thousands of messages (up to `max_steps` replies of `max_tool_calls` calls each) never holds the event loop
+for long: the rows' parameters are built and encoded on it, ~10 us per row (docs/benchmarks.md, hostile white
+agents); in one INSERT, a trial at `max_transcript_bytes` took up to 63 ms."""
 _INSERT_VERDICTS = insert(_VERDICTS)
 # An increment, not a COUNT: under PostgreSQL's READ COMMITTED a concurrently committed trial is invisible
 # to this statement's COUNT, but the increment applies to the row's latest version. The unique trial key
@@ -444,8 +449,9 @@ class AssessmentRepository:
         try:
             async with self._writing(), self._engine.begin() as connection:
                 trial_id = (await connection.execute(_INSERT_TRIAL, trial_values)).scalar_one()
-                if result.transcript:
-                    await connection.execute(_INSERT_MESSAGES, _message_values(trial_id, result))
+                for start in range(0, len(result.transcript), MESSAGES_PER_INSERT):
+                    batch = result.transcript[start : start + MESSAGES_PER_INSERT]
+                    await connection.execute(_INSERT_MESSAGES, _message_values(trial_id, batch))
                 if result.nl_verdicts:
                     await connection.execute(_INSERT_VERDICTS, _verdict_values(trial_id, result))
                 progress = {"assessment": assessment_id, "now": _now()}
