@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from a2a.server.tasks import DatabaseTaskStore
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.a2a.tenancy import TenantTaskStore
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
@@ -58,14 +59,16 @@ async def open_runtime(
     database = database or create_engine(settings.database_url)
     try:
         await upgrade(database)
-        task_store = task_store or DatabaseTaskStore(database, create_table=True)
+        task_store = task_store or TenantTaskStore(database)
         await task_store.initialize()
         # Parsing and hashing the data files takes a moment of CPU: keep the event loop free.
         data = await asyncio.to_thread(load_retail_data, settings.data_dir)
         freeze_startup_objects()
         repository = AssessmentRepository(database)
         async with Engine(settings.engine_settings(), data) as engine:
-            service = AssessmentService(repository, engine, egress=settings.egress_policy())
+            service = AssessmentService(
+                repository, engine, quotas=settings.quota_policy(), egress=settings.egress_policy()
+            )
             runtime = Runtime(settings, database, repository, data, engine, service, task_store)
             try:
                 yield runtime

@@ -21,7 +21,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
-from api.db.tables import AssessmentRow, NLVerdictRow, TranscriptMessageRow, TrialRow, UTCDateTime
+from api.db.tables import (
+    DEFAULT_TENANT,
+    AssessmentRow,
+    NLVerdictRow,
+    TranscriptMessageRow,
+    TrialRow,
+    UTCDateTime,
+)
+from api.quotas import Load
 from green_agent.models import AssessmentReport, TranscriptMessage, TrialResult
 
 # Assessment statuses. `queued` and `running` are unfinished: a restarted service resumes them.
@@ -72,6 +80,8 @@ class AssessmentRecord:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    tenant: str = DEFAULT_TENANT
+    allow_private_agents: bool = True
     agent_headers: dict[str, str] = field(default_factory=dict, repr=False)
     """For the engine only: never returned, logged or shown."""
 
@@ -89,6 +99,8 @@ class NewAssessment:
     trials_total: int
     source: str
     warnings: list[str]
+    tenant: str = DEFAULT_TENANT
+    allow_private_agents: bool = True
     idempotency_key: str | None = None
     a2a_task_id: str | None = None
     a2a_context_id: str | None = None
@@ -170,6 +182,8 @@ def _record(row: AssessmentRow) -> AssessmentRecord:
         agent_url=row.agent_url,
         config=row.config,
         source=row.source,
+        tenant=row.tenant,
+        allow_private_agents=row.allow_private_agents,
         idempotency_key=row.idempotency_key,
         a2a_task_id=row.a2a_task_id,
         a2a_context_id=row.a2a_context_id,
@@ -316,11 +330,12 @@ class AssessmentRepository:
             await connection.execute(text("SELECT 1"))
 
     async def create(self, new: NewAssessment) -> tuple[AssessmentRecord, bool]:
-        """Insert a queued assessment; with an idempotency key already used for the same request, return that
-        one instead (`created` False). A key reused for a different request raises IdempotencyConflict."""
+        """Insert a queued assessment; with an idempotency key the tenant already used for the same request,
+        return that one instead (`created` False). A key reused for a different request raises
+        IdempotencyConflict."""
         digest = request_hash(new.config)
         if new.idempotency_key is not None:
-            existing = await self._by_key(new.idempotency_key, digest)
+            existing = await self.find_idempotent(new.tenant, new.idempotency_key, new.config)
             if existing is not None:
                 return existing, False
         now = _now()
@@ -330,6 +345,8 @@ class AssessmentRepository:
             agent_url=new.agent_url,
             config=new.config,
             source=new.source,
+            tenant=new.tenant,
+            allow_private_agents=new.allow_private_agents,
             idempotency_key=new.idempotency_key,
             request_hash=digest,
             a2a_task_id=new.a2a_task_id,
@@ -353,27 +370,36 @@ class AssessmentRepository:
             # Two requests with the same key raced; the other one won the unique constraint.
             if new.idempotency_key is None:
                 raise
-            existing = await self._by_key(new.idempotency_key, digest)
+            existing = await self.find_idempotent(new.tenant, new.idempotency_key, new.config)
             if existing is None:
                 raise
             return existing, False
         return _record(row), True
 
-    async def _by_key(self, key: str, digest: str) -> AssessmentRecord | None:
+    async def find_idempotent(self, tenant: str, key: str, config: dict[str, Any]) -> AssessmentRecord | None:
+        """The tenant's assessment made with this idempotency key, if any; IdempotencyConflict when it was
+        made from a different request."""
         async with self._session() as session:
             row = (
-                await session.execute(select(AssessmentRow).where(AssessmentRow.idempotency_key == key))
+                await session.execute(
+                    select(AssessmentRow).where(
+                        AssessmentRow.tenant == tenant, AssessmentRow.idempotency_key == key
+                    )
+                )
             ).scalar_one_or_none()
             if row is None:
                 return None
-            if row.request_hash != digest:
+            if row.request_hash != request_hash(config):
                 raise IdempotencyConflict(key, row.id)
             return _record(row)
 
-    async def get(self, assessment_id: str) -> AssessmentRecord | None:
+    async def get(self, assessment_id: str, *, tenant: str | None = None) -> AssessmentRecord | None:
+        """The assessment, or None; with `tenant`, None unless it belongs to that tenant."""
         async with self._session() as session:
             row = await session.get(AssessmentRow, assessment_id)
-            return _record(row) if row is not None else None
+            if row is None or (tenant is not None and row.tenant != tenant):
+                return None
+            return _record(row)
 
     async def get_by_a2a_task(self, a2a_task_id: str) -> AssessmentRecord | None:
         async with self._session() as session:
@@ -382,11 +408,37 @@ class AssessmentRepository:
             ).scalar_one_or_none()
             return _record(row) if row is not None else None
 
+    async def load(self, tenant: str) -> Load:
+        """Unfinished work right now: the tenant's assessments and trials not yet finished, and all trials."""
+        remaining = AssessmentRow.trials_total - AssessmentRow.trials_done
+        async with self._session() as session:
+            rows = (
+                await session.execute(
+                    select(AssessmentRow.tenant, func.count(), func.sum(remaining))
+                    .where(AssessmentRow.status.in_(UNFINISHED))
+                    .group_by(AssessmentRow.tenant)
+                )
+            ).all()
+        mine = next(((n, t) for owner, n, t in rows if owner == tenant), (0, 0))
+        return Load(
+            tenant_active_assessments=int(mine[0]),
+            tenant_queued_trials=int(mine[1] or 0),
+            total_queued_trials=sum(int(t or 0) for _, _, t in rows),
+        )
+
     async def page(
-        self, *, status: str | None = None, agent_url: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        *,
+        tenant: str | None = None,
+        status: str | None = None,
+        agent_url: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> tuple[list[AssessmentRecord], int]:
-        """A page of assessments, newest first, and the total matching the filters."""
+        """A page of assessments, newest first, and the total matching the filters (`tenant` None: all)."""
         conditions = []
+        if tenant is not None:
+            conditions.append(AssessmentRow.tenant == tenant)
         if status is not None:
             conditions.append(AssessmentRow.status == status)
         if agent_url is not None:
