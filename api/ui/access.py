@@ -6,7 +6,9 @@ it). Every page resolves the cookie to a `Viewer`; a viewer sees its own tenant'
 everyone, in open mode, when the service has no API keys) sees all. Someone else's assessment is a 404, as
 an unknown one is, so ids cannot be probed.
 
-Until the service has API keys (the auth work of issue 9a), the UI runs in open mode.
+State today: in open mode (no API keys) every page is open. With keys, the authentication middleware of
+api/auth.py requires a Bearer key on /ui as on the REST API, and only admin keys are served (the pages do not
+filter by tenant yet); the cookie login above is not wired to the keys yet.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
-from fastapi import Request
+from fastapi import HTTPException, Request, status
 
+from api.auth import PrincipalUser
 from api.db.repository import AssessmentRecord
 from api.runtime import Runtime
 from api.service import AssessmentNotFound
@@ -47,7 +50,20 @@ async def viewer_for_key(runtime: Runtime, key: str) -> Viewer | None:
 
 
 async def current_viewer(request: Request, runtime: Runtime) -> Viewer | None:
-    """The viewer of this request; None when keys are required and the cookie holds no valid one."""
+    """The viewer of this request; None when keys are required and the cookie holds no valid one.
+
+    With API keys (issue 9a), the authentication middleware has already checked the request's Bearer key and
+    put its principal in `request.user`. The pages do not filter by tenant yet, so only an admin key (which
+    sees every tenant anyway) may use them; a tenant's key gets 403 rather than other tenants' data."""
+    user = request.scope.get("user")
+    if isinstance(user, PrincipalUser) and user.principal.key_id is not None:
+        if not user.principal.admin:
+            raise HTTPException(
+                status.HTTP_403_FORBIDDEN,
+                "the web UI is open to admin keys only for now (it does not filter by tenant yet); "
+                "use the REST API with this key",
+            )
+        return Viewer(tenant=None, signed_in=True)
     if not keys_required(runtime):
         return OPEN_MODE
     key = request.cookies.get(SESSION_COOKIE)
