@@ -4,8 +4,10 @@ Two modes, decided per request by the `api_keys` table:
 
 * **open** (no key was ever created): every request acts as `OPEN_PRINCIPAL` (tenant "default", admin), as
   the service did before keys existed; fine on loopback, and `serve` warns when it listens elsewhere.
-* **keys** (at least one key exists, revoked ones included): every request except `PUBLIC_PATHS` needs
-  `Authorization: Bearer <key>` naming an active key; otherwise 401.
+* **keys** (at least one key exists, revoked ones included): every request except `PUBLIC_PATHS` (and the
+  web UI's login form and static assets) needs `Authorization: Bearer <key>` naming an active key; otherwise
+  401. On the web UI's paths (/ui) alone, the key may instead come in the UI's session cookie, and a browser
+  without a valid one is sent to the login form.
 
 `BearerKeyBackend` runs in Starlette's `AuthenticationMiddleware`, in front of every route (the SDK's A2A
 routes included), and puts a `PrincipalUser` in `request.user`; the A2A SDK passes that user on in its
@@ -19,6 +21,7 @@ import ipaddress
 import logging
 from dataclasses import dataclass
 from typing import Annotated
+from urllib.parse import urlencode
 
 from a2a.auth.user import User as A2AUser
 from fastapi import Depends, HTTPException, Request, status
@@ -26,7 +29,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.authentication import AuthCredentials, AuthenticationBackend, AuthenticationError, BaseUser
 from starlette.requests import HTTPConnection
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from api.db.keys import KeyRepository
 from api.db.tables import DEFAULT_TENANT
@@ -47,6 +50,26 @@ PUBLIC_PATHS = frozenset(
     }
 )
 BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="green-agent"'}
+
+# The web UI (api/ui/). A browser cannot put a key in a header, so on /ui paths only, the key may come in the
+# session cookie the login form sets (HttpOnly, SameSite=Strict, Path=/ui). REST and A2A never read it: a
+# cookie is sent by the browser on its own, and honouring it there would open the API to cross-site requests.
+UI_PREFIX = "/ui"
+UI_SESSION_COOKIE = "green_agent_ui_key"
+UI_LOGIN_PATH = "/ui/login"
+UI_LOGOUT_PATH = "/ui/logout"  # public too: a revoked key's cookie must still be clearable
+UI_STATIC_PREFIX = "/ui/static/"
+
+
+def is_ui_path(path: str) -> bool:
+    return path == UI_PREFIX or path.startswith(UI_PREFIX + "/")
+
+
+def is_public_path(path: str) -> bool:
+    """Reachable without a key: PUBLIC_PATHS, the UI's login and logout forms and its static assets."""
+    return (
+        path in PUBLIC_PATHS or path in (UI_LOGIN_PATH, UI_LOGOUT_PATH) or path.startswith(UI_STATIC_PREFIX)
+    )
 
 
 @dataclass(frozen=True)
@@ -155,11 +178,15 @@ class BearerKeyBackend(AuthenticationBackend):
         self._open_principal = open_principal
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
-        if conn.scope["type"] != "http" or conn.url.path in PUBLIC_PATHS:
+        if conn.scope["type"] != "http" or is_public_path(conn.url.path):
             return None
-        principal = await authenticate(
-            self._keys, conn.headers.get("authorization"), open_principal=self._open_principal
-        )
+        authorization = conn.headers.get("authorization")
+        if authorization is None and is_ui_path(conn.url.path):
+            # The cookie holds the key itself and is checked like a header, on every request: a revoked key
+            # stops working at once, and there is no session table to keep or expire.
+            cookie = conn.cookies.get(UI_SESSION_COOKIE, "").strip()
+            authorization = f"Bearer {cookie}" if cookie else None
+        principal = await authenticate(self._keys, authorization, open_principal=self._open_principal)
         scopes = ["authenticated", "admin"] if principal.admin else ["authenticated"]
         return AuthCredentials(scopes), PrincipalUser(principal)
 
@@ -167,6 +194,11 @@ class BearerKeyBackend(AuthenticationBackend):
 def auth_error_response(conn: HTTPConnection, exc: Exception) -> Response:
     if isinstance(exc, KeysUnavailable):
         return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})
+    if is_ui_path(conn.url.path) and conn.scope.get("method") == "GET":
+        # A browser without a valid cookie: to the login form, and back to this page afterwards.
+        here = conn.url.path + (f"?{conn.url.query}" if conn.url.query else "")
+        login = UI_LOGIN_PATH + "?" + urlencode({"next": here})
+        return RedirectResponse(login, status_code=303, headers={"Cache-Control": "no-store"})
     return JSONResponse({"detail": str(exc)}, status_code=401, headers=BEARER_CHALLENGE)
 
 

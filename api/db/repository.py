@@ -612,18 +612,22 @@ class AssessmentRepository:
             ).first()
             return trial_summary(row) if row is not None else None
 
-    async def agent_urls(self) -> list[str]:
-        """Every white agent that has an assessment, alphabetically."""
+    async def agent_urls(self, *, tenant: str | None = None) -> list[str]:
+        """Every white agent that has an assessment (of `tenant`; None: of anyone), alphabetically."""
+        query = select(AssessmentRow.agent_url).distinct().order_by(AssessmentRow.agent_url)
+        if tenant is not None:
+            query = query.where(AssessmentRow.tenant == tenant)
         async with self._session() as session:
-            rows = await session.execute(
-                select(AssessmentRow.agent_url).distinct().order_by(AssessmentRow.agent_url)
-            )
+            rows = await session.execute(query)
             return [r[0] for r in rows]
 
-    async def completed_scores(self) -> list[ScoredAssessment]:
-        """Every completed assessment's headline numbers, newest first: read from inside the report JSON,
-        so choosing the leaderboard's rows never loads a thousand whole reports."""
+    async def completed_scores(self, *, tenant: str | None = None) -> list[ScoredAssessment]:
+        """Every completed assessment's headline numbers (of `tenant`; None: of anyone), newest first: read
+        from inside the report JSON, never loading a thousand whole reports for the leaderboard."""
         report = AssessmentRow.report
+        conditions = [AssessmentRow.status == COMPLETED]
+        if tenant is not None:
+            conditions.append(AssessmentRow.tenant == tenant)
         async with self._session() as session:
             rows = await session.execute(
                 select(
@@ -634,7 +638,7 @@ class AssessmentRepository:
                     report["excluded"].label("excluded"),
                     report["complete"].as_boolean().label("complete"),
                 )
-                .where(AssessmentRow.status == COMPLETED)
+                .where(*conditions)
                 .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)
             )
             return [

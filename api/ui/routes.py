@@ -20,21 +20,15 @@ from fastapi.templating import Jinja2Templates
 from sse_starlette import EventSourceResponse
 
 from api.a2a.result import result_data
+from api.auth import UI_LOGIN_PATH, UI_PREFIX, UI_SESSION_COOKIE, principal_for_key
+from api.db.keys import KeyRepository
 from api.db.repository import STATUSES, AssessmentRecord, trial_summary
 from api.deps import RuntimeDep
 from api.runtime import Runtime
 from api.schemas import AssessmentPublic
 from api.service import AssessmentNotFound
 from api.ui import views
-from api.ui.access import (
-    SESSION_COOKIE,
-    Viewer,
-    current_viewer,
-    keys_required,
-    submitted_key,
-    viewer_for_key,
-    visible_assessment,
-)
+from api.ui.access import request_principal, same_origin_form, submitted_key, visible_assessment
 from api.ui.live import progress_stream
 from green_agent.config import AssessmentConfig, ConfigError
 from green_agent.diagnosis import replay_trial
@@ -101,17 +95,6 @@ def _page(request: Request, name: str, context: dict[str, Any], status_code: int
     )
 
 
-async def _viewer(request: Request, runtime: Runtime) -> Viewer:
-    viewer = await current_viewer(request, runtime)
-    if viewer is None:
-        # Not signed in (or the key was revoked): to the login form, and back here afterwards.
-        raise HTTPException(
-            status.HTTP_303_SEE_OTHER,
-            headers={"Location": "/ui/login?" + urlencode({"next": request.url.path})},
-        )
-    return viewer
-
-
 def _task_ids(runtime: Runtime, record: AssessmentRecord) -> list[str]:
     """The tasks the assessment selected (empty if today's settings can no longer resolve them)."""
     try:
@@ -131,12 +114,16 @@ async def assessments_page(
     agent: str | None = None,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
 ) -> HTMLResponse:
-    viewer = await _viewer(request, runtime)
+    viewer = request_principal(request)
     status_filter = status_ if status_ in STATUSES else None
     agent_filter = agent or None
     size = runtime.settings.ui_page_size
     records, total = await runtime.repository.page(
-        status=status_filter, agent_url=agent_filter, limit=size, offset=(page - 1) * size
+        tenant=viewer.tenant_filter,
+        status=status_filter,
+        agent_url=agent_filter,
+        limit=size,
+        offset=(page - 1) * size,
     )
     pages = max(1, -(-total // size))
 
@@ -157,7 +144,7 @@ async def assessments_page(
             "next": page_link(page + 1) if page < pages else None,
             "status_filter": status_filter,
             "agent_filter": agent_filter,
-            "agents": await runtime.repository.agent_urls(),
+            "agents": await runtime.repository.agent_urls(tenant=viewer.tenant_filter),
             "live_ids": [r.id for r in records if not r.finished],
             "complete": {r.id: r.report.complete for r in records if r.report is not None},
         },
@@ -166,7 +153,7 @@ async def assessments_page(
 
 @router.get("/assessments/{assessment_id}")
 async def assessment_page(request: Request, assessment_id: str, runtime: RuntimeDep) -> HTMLResponse:
-    viewer = await _viewer(request, runtime)
+    viewer = request_principal(request)
     record = await visible_assessment(runtime, viewer, assessment_id)
     summaries = await runtime.repository.trial_summaries(assessment_id)
     rows = views.grid(_task_ids(runtime, record), int(record.config.get("trials", 1)), summaries)
@@ -193,7 +180,7 @@ async def assessment_page(request: Request, assessment_id: str, runtime: Runtime
 async def trial_page(
     request: Request, assessment_id: str, task_id: str, trial: int, runtime: RuntimeDep
 ) -> HTMLResponse:
-    viewer = await _viewer(request, runtime)
+    viewer = request_principal(request)
     record = await visible_assessment(runtime, viewer, assessment_id)
     result = await runtime.repository.get_trial(assessment_id, task_id, trial)
     if result is None:
@@ -241,7 +228,7 @@ async def trial_page(
 async def compare_page(
     request: Request, runtime: RuntimeDep, id: Annotated[list[str] | None, Query()] = None
 ) -> HTMLResponse:
-    viewer = await _viewer(request, runtime)
+    viewer = request_principal(request)
     ids = [i for i in (id or []) if i]
     context: dict[str, Any] = {"viewer": viewer, "ids": ids, "error": None, "a": None, "b": None}
     if len(ids) != 2:
@@ -272,8 +259,10 @@ async def leaderboard_page(
     order: str = "desc",
     partial: bool = False,
 ) -> HTMLResponse:
-    viewer = await _viewer(request, runtime)
-    best, hidden = views.best_per_agent(await runtime.repository.completed_scores(), include_partial=partial)
+    viewer = request_principal(request)
+    best, hidden = views.best_per_agent(
+        await runtime.repository.completed_scores(tenant=viewer.tenant_filter), include_partial=partial
+    )
     reports = await runtime.repository.reports([b.id for b in best])
     rows = views.leaderboard_rows(best, reports)
     max_k = max((max(r.report.pass_hat_k, default=0) for r in rows), default=0)
@@ -322,14 +311,14 @@ def _download(body: Any, filename: str) -> JSONResponse:
 
 @router.get("/assessments/{assessment_id}/report.json")
 async def report_download(request: Request, assessment_id: str, runtime: RuntimeDep) -> JSONResponse:
-    record = await visible_assessment(runtime, await _viewer(request, runtime), assessment_id)
+    record = await visible_assessment(runtime, request_principal(request), assessment_id)
     body = AssessmentPublic.from_record(record).model_dump(mode="json")
     return _download(body, f"assessment-{record.id}.json")
 
 
 @router.get("/assessments/{assessment_id}/leaderboard.json")
 async def leaderboard_download(request: Request, assessment_id: str, runtime: RuntimeDep) -> JSONResponse:
-    record = await visible_assessment(runtime, await _viewer(request, runtime), assessment_id)
+    record = await visible_assessment(runtime, request_principal(request), assessment_id)
     if record.report is None:
         raise HTTPException(status.HTTP_409_CONFLICT, f"assessment {assessment_id} has no report yet")
     body = {"participants": {"agent": record.agent_url}, "results": [result_data(record, record.report)]}
@@ -343,7 +332,7 @@ async def live_progress(
     id: Annotated[list[str], Query(min_length=1)],
     trials: bool = False,
 ) -> EventSourceResponse:
-    viewer = await _viewer(request, runtime)
+    viewer = request_principal(request)
     ids = list(dict.fromkeys(id))
     if len(ids) > runtime.settings.ui_page_size:
         raise HTTPException(
@@ -365,39 +354,57 @@ def _safe_next(target: str | None) -> str:
     return "/ui"
 
 
-def _login_context(runtime: Runtime, next: str | None, error: str | None) -> dict[str, Any]:
-    return {"viewer": None, "next": _safe_next(next), "error": error, "keys_required": keys_required(runtime)}
+async def _keys_required(runtime: Runtime) -> bool:
+    """Whether the service checks API keys (once any key was created; open mode before)."""
+    return await KeyRepository(runtime.database).any_exist()
+
+
+async def _login_form(
+    request: Request, runtime: Runtime, next: str | None, error: str | None = None, status_code: int = 200
+) -> HTMLResponse:
+    context = {
+        "viewer": None,
+        "next": _safe_next(next),
+        "error": error,
+        "keys_required": await _keys_required(runtime),
+    }
+    return _page(request, "login.html", context, status_code=status_code)
 
 
 @router.get("/login")
 async def login_page(request: Request, runtime: RuntimeDep, next: str | None = None) -> HTMLResponse:
-    return _page(request, "login.html", _login_context(runtime, next, error=None))
+    return await _login_form(request, runtime, next)
 
 
 @router.post("/login")
 async def login(request: Request, runtime: RuntimeDep, next: str | None = None) -> Response:
+    if not same_origin_form(request):
+        # Login CSRF: another site posting its own key would sign this browser in as someone else.
+        return await _login_form(request, runtime, next, "Sign in from this service's own page.", 403)
     key = await submitted_key(request)
-    viewer = await viewer_for_key(runtime, key) if key else None
-    if viewer is None:
-        context = _login_context(runtime, next, error="That key is not valid.")
-        return _page(request, "login.html", context, status_code=401)
+    if not await _keys_required(runtime):
+        return RedirectResponse(_safe_next(next), status_code=status.HTTP_303_SEE_OTHER)  # open mode
+    principal = await principal_for_key(KeyRepository(runtime.database), key) if key else None
+    if principal is None or key is None:
+        return await _login_form(request, runtime, next, "That key is not valid.", 401)
     response = RedirectResponse(_safe_next(next), status_code=status.HTTP_303_SEE_OTHER)
-    if keys_required(runtime) and key:
-        response.set_cookie(
-            SESSION_COOKIE,
-            key,
-            path="/ui",
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-        )
+    response.set_cookie(
+        UI_SESSION_COOKIE,
+        key,
+        path=UI_PREFIX,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
     return response
 
 
 @router.post("/logout")
-async def logout() -> Response:
-    response = RedirectResponse("/ui/login", status_code=status.HTTP_303_SEE_OTHER)
-    response.delete_cookie(SESSION_COOKIE, path="/ui", httponly=True, samesite="strict")
+async def logout(request: Request) -> Response:
+    if not same_origin_form(request):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "sign out from this service's own page")
+    response = RedirectResponse(UI_LOGIN_PATH, status_code=status.HTTP_303_SEE_OTHER)
+    response.delete_cookie(UI_SESSION_COOKIE, path=UI_PREFIX, httponly=True, samesite="strict")
     return response
 
 
