@@ -381,11 +381,10 @@ async def login(request: Request, runtime: RuntimeDep, next: str | None = None) 
     if not same_origin_form(request):
         # Login CSRF: another site posting its own key would sign this browser in as someone else.
         return await _login_form(request, runtime, next, "Sign in from this service's own page.", 403)
-    key = await submitted_key(request)
-    if not await _keys_required(runtime):
+    key = await submitted_key(request)  # None: empty, or larger than any key
+    if key is not None and not await _keys_required(runtime):
         return RedirectResponse(_safe_next(next), status_code=status.HTTP_303_SEE_OTHER)  # open mode
-    principal = await principal_for_key(KeyRepository(runtime.database), key) if key else None
-    if principal is None or key is None:
+    if key is None or await principal_for_key(KeyRepository(runtime.database), key) is None:
         return await _login_form(request, runtime, next, "That key is not valid.", 401)
     response = RedirectResponse(_safe_next(next), status_code=status.HTTP_303_SEE_OTHER)
     response.set_cookie(

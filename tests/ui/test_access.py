@@ -123,6 +123,10 @@ async def test_a_tenant_sees_only_its_own_assessments(page: Page, tenants: Tenan
 
     await page.locator(f'tr[data-assessment="{tenants.a_oracle}"] a').first.click()
     await expect(page).to_have_url(re.compile(f"/ui/assessments/{tenants.a_oracle}$"))
+    # Each signal's rate says how many trials it covers (task 0 is scored on the DB alone).
+    db_signal = page.locator("tr", has_text="DB_STATE_MATCH")
+    await expect(db_signal).to_contain_text("1.000")
+    await expect(db_signal).to_contain_text("of 1 trial")
     await page.locator('#trial-grid a.cell[href$="/trials/0/0"]').click()
     await expect(page.locator("h1")).to_contain_text("Task 0, trial 0")
     await expect(page.locator("#trial-outcome")).to_have_text("passed")
