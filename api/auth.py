@@ -194,9 +194,11 @@ class BearerKeyBackend(AuthenticationBackend):
 def auth_error_response(conn: HTTPConnection, exc: Exception) -> Response:
     if isinstance(exc, KeysUnavailable):
         return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})
-    if is_ui_path(conn.url.path) and conn.scope.get("method") == "GET":
+    path = conn.url.path
+    browser_root = path == "/" and "text/html" in conn.headers.get("accept", "")
+    if conn.scope.get("method") == "GET" and (is_ui_path(path) or browser_root):
         # A browser without a valid cookie: to the login form, and back to this page afterwards.
-        here = conn.url.path + (f"?{conn.url.query}" if conn.url.query else "")
+        here = UI_PREFIX if browser_root else path + (f"?{conn.url.query}" if conn.url.query else "")
         login = UI_LOGIN_PATH + "?" + urlencode({"next": here})
         return RedirectResponse(login, status_code=303, headers={"Cache-Control": "no-store"})
     return JSONResponse({"detail": str(exc)}, status_code=401, headers=BEARER_CHALLENGE)

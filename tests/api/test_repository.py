@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -187,6 +188,14 @@ async def test_what_the_web_ui_reads(repo: AssessmentRepository) -> None:
     assert scores[b.id].avg_reward is None and scores[b.id].excluded == {"not_judged": 1}
     assert scores[a.id].complete is True and scores[b.id].complete is False
     assert await repo.reports([a.id, c.id]) == {a.id: full}
+
+    # A tenant's view (the UI's agent filter and leaderboard): only its own assessments count.
+    other, _ = await repo.create(replace(new(agent="http://c.test"), tenant="other"))
+    await repo.finish(other.id, COMPLETED, report=full)
+    assert await repo.agent_urls(tenant="other") == ["http://c.test"]
+    assert await repo.agent_urls() == ["http://a.test", "http://b.test", "http://c.test"]
+    assert [s.id for s in await repo.completed_scores(tenant="other")] == [other.id]
+    assert {s.id for s in await repo.completed_scores(tenant="default")} == {a.id, b.id}
 
     await repo.save_trial(a.id, trial("3", 0))
     await repo.save_trial(a.id, trial("3", 1, reward=None))

@@ -15,14 +15,14 @@ import tempfile
 from pathlib import Path
 
 import httpx
-from playwright.async_api import async_playwright
+from playwright.async_api import ViewportSize, async_playwright
 
 from retail_domain import load_retail_data
 from tests.api.servers import serve_green
 from tests.support.agents import SloppyExecutor, serve_executor
 from tests.ui.conftest import CHROMIUM, run_assessment
 
-VIEWPORT = {"width": 1200, "height": 980}
+VIEWPORT: ViewportSize = {"width": 1200, "height": 980}
 
 
 async def main(out: Path) -> None:

@@ -204,6 +204,9 @@ async def test_the_cookie_opens_the_ui_only(tenants: TenantService) -> None:
 
         # Without a key: the login form and the assets are open; pages redirect to the form, other
         # requests get a plain 401.
+        browser_root = await client.get("/", headers={"Accept": "text/html"})
+        assert browser_root.status_code == 303 and browser_root.headers["location"] == "/ui/login?next=%2Fui"
+        assert (await client.get("/", headers={"Accept": "application/json"})).status_code == 401
         assert (await client.get("/ui/login")).status_code == 200
         assert (await client.get("/ui/static/ui.css")).status_code == 200
         page = await client.get("/ui/leaderboard", params={"sort": "agent"})
