@@ -2,6 +2,7 @@
 and database migrations.
 
     green-agent serve [--host H] [--port P] [--card-url URL]    the service (what the container runs)
+    green-agent worker [--concurrency N]                        a queue worker only (PostgreSQL)
     green-agent run --agent-url URL [selection and limits]      one assessment in-process, report as JSON
     green-agent demo [--trials N] [--num-tasks N]               built-in oracle agent, scripted user, SQLite
     green-agent replay ...                                      retail_domain.replay (gold replay tooling)
@@ -69,7 +70,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default 9009)")
     serve.add_argument("--card-url", help="public URL the agent card advertises (default http://host:port/)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="API only: run no trials in this process (workers elsewhere do; PostgreSQL only)",
+    )
     _add_database(serve)
+
+    worker = commands.add_parser(
+        "worker", help="run trials of queued assessments, no API (PostgreSQL; start as many as you like)"
+    )
+    worker.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    worker.add_argument("--concurrency", type=int, help="trials at once (default: max_concurrent_trials)")
+    _add_database(worker)
 
     run = commands.add_parser("run", help="run one assessment in-process against a white agent")
     _add_assessment_options(run, demo=False)
@@ -94,11 +107,19 @@ def _serve(args: argparse.Namespace) -> int:
     from api.app import create_app
 
     settings = _settings(
-        host=args.host, port=args.port, card_url=args.card_url, database_url=args.database_url
+        host=args.host,
+        port=args.port,
+        card_url=args.card_url,
+        database_url=args.database_url,
+        worker_enabled=False if args.no_worker else None,
     )
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    if not settings.worker_enabled and not settings.database_url.startswith("postgresql"):
+        print(
+            "--no-worker needs PostgreSQL: with SQLite the queue lives in the serving process",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    _configure_logging(args.log_level)
     config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
@@ -112,6 +133,25 @@ def _serve(args: argparse.Namespace) -> int:
     )
     uvicorn.Server(config).run()
     return EXIT_OK
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from api.worker import run_worker
+
+    settings = _settings(database_url=args.database_url, worker_concurrency=args.concurrency)
+    if not settings.database_url.startswith("postgresql"):
+        print(
+            "green-agent worker needs PostgreSQL (DATABASE_URL=postgresql+asyncpg://...): "
+            "with SQLite, `green-agent serve` runs the only worker",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    _configure_logging(args.log_level)
+    return run_worker(settings)
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
@@ -194,6 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return _serve(args)
+        if args.command == "worker":
+            return _worker(args)
         if args.command == "run":
             return _run(args)
         if args.command == "demo":

@@ -1,14 +1,14 @@
-"""AssessmentService: the one place where assessments are created, run, cancelled and resumed.
+"""AssessmentService: the one place where assessments are created, run, cancelled and finished.
 
 REST routes, the A2A executor and the CLI all go through it, so the two network doors lead to the same
-assessments. Each running assessment is an asyncio task that drives `Engine.run`; every finished trial is
-committed inside the engine's awaited `on_event` callback before the engine moves on, which is what makes
-resume exact: after a crash, the stored trials are handed back to the engine as `completed` and only the
-others run.
+assessments. An assessment is split into one queue job per trial (`api.queue`); whichever worker process
+takes a job runs the trial, commits it (outside its concurrency slot, before the job is acknowledged), and,
+when it was the last one, computes the report and finishes the assessment. Trials are unique on (assessment,
+task, trial), so a job run twice (its worker died after the commit) never counts twice, and finishing is a
+conditional update, so exactly one process finishes an assessment.
 
-Cancellation has two meanings that must not be confused: `cancel()` (a user asked) marks the assessment
-cancelled; `aclose()` (the process is shutting down) stops the tasks but leaves them unfinished, so the next
-start resumes them.
+Cancellation: `cancel()` (a user asked) marks the assessment cancelled and stops its jobs on every worker;
+a worker that shuts down puts its running jobs back in the queue, for another worker or the next start.
 """
 
 from __future__ import annotations
@@ -17,9 +17,14 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from procrastinate import JobContext
+from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.job_context import AbortReason
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from api.db.repository import (
@@ -27,14 +32,17 @@ from api.db.repository import (
     COMPLETED,
     FAILED,
     RUNNING,
+    TERMINAL,
     AssessmentRecord,
     AssessmentRepository,
     NewAssessment,
 )
-from api.events import ProgressHub, StatusChanged, Subscription, TrialDone
+from api.events import EventSink, Lagged, ProgressHub, StatusChanged, Subscription, TrialDone
+from api.queue import TRANSIENT_ERRORS, TrialQueue
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
+from green_agent.engine import AssessmentRun
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, ProgressEvent, TrialFinished, TrialResult
+from green_agent.models import AssessmentReport, ProgressEvent, TrialResult
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -42,10 +50,15 @@ T = TypeVar("T")
 OnEvent = Callable[[ProgressEvent], Awaitable[None]]
 
 # Waits before retrying a write that failed for a reason that may pass (a lock timeout, a dropped
-# connection, a database restarting). A trial whose storage still fails after these stops its assessment,
-# which then ends `failed` with the error stored: a trial is never silently lost.
+# connection, a database restarting). A trial whose storage still fails after these goes back to the queue
+# (procrastinate retries it, with growing pauses, until the database answers again); a write the database
+# refuses for good fails the assessment, with the error stored: a trial is never silently lost.
 STORE_RETRY_DELAYS_S = (0.5, 2.0, 8.0)
 _TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError, OSError)
+# Assessments kept open (agent card, user simulator, bounds) per process; older ones are opened again.
+OPEN_ASSESSMENTS = 256
+# `wait` re-reads the stored status this often, in case a progress event was lost.
+WAIT_POLL_S = 1.0
 
 
 async def _with_retries(what: str, write: Callable[[], Awaitable[T]]) -> T:
@@ -88,13 +101,13 @@ class AssessmentEngine(Protocol):
         """The selected task ids; raises ConfigError saying what to change."""
         ...
 
-    async def run(
-        self,
-        config: AssessmentConfig,
-        *,
-        on_event: OnEvent | None = None,
-        completed: Sequence[TrialResult] = (),
-    ) -> AssessmentReport: ...
+    def trial_keys(self, config: AssessmentConfig) -> list[tuple[str, int]]: ...
+
+    def longest_first(self, keys: Sequence[tuple[str, int]]) -> list[tuple[str, int]]: ...
+
+    async def open_assessment(
+        self, config: AssessmentConfig, on_event: OnEvent | None = None
+    ) -> AssessmentRun: ...
 
 
 class AssessmentNotFound(LookupError):
@@ -102,20 +115,40 @@ class AssessmentNotFound(LookupError):
         super().__init__(f"no assessment with id {assessment_id}")
 
 
+@dataclass
+class _Opened:
+    """An assessment opened in this process: its engine run and the clock of its running time."""
+
+    run: AssessmentRun
+    trials_total: int
+    base_seconds: float
+    opened_at: float
+
+    def clock(self) -> float:
+        # Running time summed over processes: what earlier ones stored, plus this one's since it opened.
+        return self.base_seconds + time.monotonic() - self.opened_at
+
+
 class AssessmentService:
     def __init__(
         self,
         repository: AssessmentRepository,
         engine: AssessmentEngine,
+        queue: TrialQueue,
+        *,
         hub: ProgressHub | None = None,
+        events: EventSink | None = None,
     ) -> None:
         self.repository = repository
+        self.queue = queue
         self.hub = hub or ProgressHub()
+        # Where progress goes: the local hub, or (PostgreSQL) the relay that reaches every process's hub.
+        self.events: EventSink = events or self.hub
         self._engine = engine
-        self._running: dict[str, asyncio.Task[None]] = {}
-        self._cancel_requested: set[str] = set()
+        self._opened: OrderedDict[str, asyncio.Task[_Opened]] = OrderedDict()
         # Called with the final record whenever an assessment reaches a terminal status (A2A bookkeeping).
         self.finish_listeners: list[Callable[[AssessmentRecord], Awaitable[None]]] = []
+        queue.register(self._run_trial_job)
 
     # -- creating and starting ----------------------------------------------------------------------------
 
@@ -130,7 +163,7 @@ class AssessmentService:
         notes: Sequence[str] = (),
         start: bool = True,
     ) -> tuple[AssessmentRecord, bool]:
-        """Validate and store a new assessment (or return the one this idempotency key made); start it.
+        """Validate and store a new assessment (or return the one this idempotency key made); queue it.
 
         Raises ConfigError when the engine refuses the config, IdempotencyConflict when the key was used for
         another request. `notes` are kept with the assessment (e.g. what an A2A request asked for that was
@@ -149,24 +182,34 @@ class AssessmentService:
             )
         )
         if created and start:
-            self.start(record)
+            await self.start(record)
         return record, created
 
-    def start(self, record: AssessmentRecord, completed: Sequence[TrialResult] = ()) -> None:
-        """Run a stored, unfinished assessment in the background (no-op if it already runs here)."""
-        if record.id in self._running or record.finished:
-            return
+    async def start(self, record: AssessmentRecord) -> int:
+        """Queue the trials of a stored, unfinished assessment that are neither stored nor queued yet; return
+        how many were queued. Idempotent: an assessment with jobs waiting or running is left alone."""
+        if record.finished or await self.queue.pending(record.id):
+            return 0
         config = AssessmentConfig.model_validate(record.config)
-        task = asyncio.create_task(self._run(record, config, list(completed)), name=f"assessment-{record.id}")
-        self._running[record.id] = task
-        task.add_done_callback(lambda _: self._running.pop(record.id, None))
+        stored = set(await self.repository.trial_keys(record.id))
+        missing = [key for key in self._engine.trial_keys(config) if key not in stored]
+        if not missing:
+            await self._finish_if_done(record.id)
+            return 0
+        try:
+            return await self.queue.enqueue(
+                record.id, self._engine.longest_first(missing), concurrency=config.concurrency
+            )
+        except AlreadyEnqueued:  # another process queued them at the same moment
+            return 0
 
     async def resume_unfinished(self) -> list[str]:
-        """Start every assessment a previous process left queued or running; return their ids."""
+        """Queue the missing trials of every unfinished assessment that has no job waiting or running: all of
+        them on SQLite (its queue lived in the previous process's memory), and on PostgreSQL those a process
+        stored but died before queueing. Running jobs of dead workers are not this method's business: the
+        stalled-job sweep of the workers puts them back. Returns the ids of the assessments queued."""
         resumed = []
         for record in await self.repository.list_unfinished():
-            if record.id in self._running:
-                continue
             try:
                 config = AssessmentConfig.model_validate(record.config)
                 self._engine.validate(config)
@@ -174,78 +217,109 @@ class AssessmentService:
                 # The operator's settings changed since (e.g. a user model was removed): say so, do not loop.
                 await self._finish(record.id, FAILED, error=f"cannot resume with the current settings: {exc}")
                 continue
-            completed = await self.repository.trial_results(record.id)
-            logger.info("resuming assessment %s (%d trials already stored)", record.id, len(completed))
-            self.start(record, completed)
-            resumed.append(record.id)
+            if await self.start(record):
+                logger.info("queued the missing trials of unfinished assessment %s", record.id)
+                resumed.append(record.id)
         return resumed
 
-    # -- running -----------------------------------------------------------------------------------------
+    # -- running one trial (a queue job, on any worker process) ------------------------------------------
 
-    async def _run(
-        self, record: AssessmentRecord, config: AssessmentConfig, completed: list[TrialResult]
-    ) -> None:
+    async def _open(self, record: AssessmentRecord) -> _Opened:
+        """The assessment opened on this process's engine (once; concurrent jobs share the opening)."""
+        opening = self._opened.get(record.id)
+        if opening is None or (opening.done() and opening.exception() is not None):
+            opening = asyncio.create_task(self._open_now(record), name=f"open assessment {record.id}")
+            self._opened[record.id] = opening
+            while len(self._opened) > OPEN_ASSESSMENTS:
+                self._opened.popitem(last=False)
+        self._opened.move_to_end(record.id)
+        return await asyncio.shield(opening)
+
+    async def _open_now(self, record: AssessmentRecord) -> _Opened:
+        config = AssessmentConfig.model_validate(record.config)
         assessment_id = record.id
-        started = time.monotonic()
 
-        def clock() -> float:
-            # Time spent by earlier processes (up to their last committed trial) counts too.
-            return record.run_seconds + time.monotonic() - started
-
-        try:
-            await _with_retries(
-                f"marking assessment {assessment_id} running",
-                lambda: self.repository.mark_running(assessment_id),
-            )
-            self._publish_status(assessment_id, RUNNING, len(completed), record.trials_total)
-            report = await self._engine.run(
-                config,
-                on_event=self._event_handler(assessment_id, record.trials_total, clock),
-                completed=completed,
-            )
-        except asyncio.CancelledError:
-            if assessment_id in self._cancel_requested:
-                await asyncio.shield(self._finish_cancelled(assessment_id, config, clock()))
-            raise
-        except Exception as exc:
-            logger.exception("assessment %s failed", assessment_id)
-            await self._finish(assessment_id, FAILED, error=f"{type(exc).__name__}: {exc}")
-        else:
-            report = report.model_copy(update={"time_used_s": record.run_seconds + report.time_used_s})
-            await self._finish(assessment_id, COMPLETED, report=report)
-
-    def _event_handler(self, assessment_id: str, trials_total: int, clock: Callable[[], float]) -> OnEvent:
         async def on_event(event: ProgressEvent) -> None:
-            if isinstance(event, TrialFinished):
-                result = event.result
-                done = await _with_retries(
-                    f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}",
-                    lambda: self.repository.save_trial(assessment_id, result, run_seconds=clock()),
-                )
-                if done is None:  # already stored (cannot happen with `completed` honoured): not news
-                    return
-                self.hub.publish(
-                    assessment_id,
-                    TrialDone(
-                        task_id=result.task_id,
-                        trial=result.trial,
-                        termination_reason=str(result.termination_reason),
-                        reward=result.reward,
-                        is_successful=result.is_successful,
-                        trials_done=done,
-                        trials_total=trials_total,
-                    ),
-                )
-            else:
-                self.hub.publish(assessment_id, event)
+            self.events.publish(assessment_id, event)  # type: ignore[arg-type]
 
-        return on_event
+        await _with_retries(
+            f"marking assessment {assessment_id} running", lambda: self.repository.mark_running(assessment_id)
+        )
+        self._publish_status(assessment_id, RUNNING, record.trials_done, record.trials_total)
+        run = await self._engine.open_assessment(config, on_event)
+        return _Opened(run, record.trials_total, record.run_seconds, time.monotonic())
 
-    async def _finish_cancelled(self, assessment_id: str, config: AssessmentConfig, elapsed: float) -> None:
-        # A cancelled assessment keeps a report over the trials that did finish, so the work is not lost.
+    async def _run_trial_job(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
+        record = await self.repository.get(assessment_id)
+        if record is None or record.finished:
+            return
+        if (task_id, trial) in set(await self.repository.trial_keys(assessment_id)):
+            # Stored by an earlier run of this job whose worker died before acknowledging it.
+            await self._finish_if_done(assessment_id)
+            return
+        try:
+            opened = await self._open(record)
+            result = await opened.run.run_trial(task_id, trial)
+        except asyncio.CancelledError:
+            if context.abort_reason() == AbortReason.USER_REQUEST:
+                return  # cancelled on request: the assessment is already marked
+            raise  # the worker is shutting down: the job goes back to the queue
+        except Exception as exc:  # a bug of ours: the assessment ends visibly rather than hanging
+            logger.exception("trial %s/%s of assessment %s crashed", task_id, trial, assessment_id)
+            await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
+            return
+        await self._store(assessment_id, result, opened)
+
+    async def _store(self, assessment_id: str, result: TrialResult, opened: _Opened) -> None:
+        """Commit a finished trial (the job is acknowledged only after this returns), report it, and finish
+        the assessment when it was the last one."""
+        try:
+            done = await _with_retries(
+                f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}",
+                lambda: self.repository.save_trial(assessment_id, result, run_seconds=opened.clock()),
+            )
+        except TRANSIENT_ERRORS:
+            raise  # the database is away: the job is retried later, from the start
+        except Exception as exc:  # the database refuses this trial for good
+            logger.exception("trial %s/%s of %s not stored", result.task_id, result.trial, assessment_id)
+            await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
+            return
+        if done is not None:
+            self.events.publish(
+                assessment_id,
+                TrialDone(
+                    task_id=result.task_id,
+                    trial=result.trial,
+                    termination_reason=str(result.termination_reason),
+                    reward=result.reward,
+                    is_successful=result.is_successful,
+                    trials_done=done,
+                    trials_total=opened.trials_total,
+                ),
+            )
+        if done is None or done >= opened.trials_total:
+            await self._finish_if_done(assessment_id)
+
+    async def _finish_if_done(self, assessment_id: str) -> None:
+        """Compute the report and finish the assessment if every trial is stored (whoever gets here first;
+        the conditional update lets exactly one process finish it)."""
+        record = await self.repository.get(assessment_id)
+        if record is None or record.finished or record.trials_done < record.trials_total:
+            return
+        config = AssessmentConfig.model_validate(record.config)
+        report = await self._report(config, assessment_id, record.run_seconds)
+        await self._finish(assessment_id, COMPLETED, report=report)
+
+    async def _report(self, config: AssessmentConfig, assessment_id: str, seconds: float) -> AssessmentReport:
         trials = await self.repository.trial_results(assessment_id)
-        report = compute_report(config, trials, elapsed) if trials else None
-        await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")
+        order = {key: i for i, key in enumerate(self._engine.trial_keys(config))}
+        trials.sort(key=lambda t: order.get((t.task_id, t.trial), len(order)))
+        return compute_report(config, trials, seconds)
+
+    async def _fail(self, assessment_id: str, error: str) -> None:
+        await self._finish(assessment_id, FAILED, error=error)
+        with contextlib.suppress(*TRANSIENT_ERRORS):
+            await self.queue.cancel(assessment_id)
 
     async def _finish(
         self,
@@ -254,25 +328,21 @@ class AssessmentService:
         *,
         report: AssessmentReport | None = None,
         error: str | None = None,
-    ) -> None:
+    ) -> AssessmentRecord | None:
+        """Move the assessment to a terminal status; returns the record when this call did it."""
         try:
             record = await _with_retries(
                 f"marking assessment {assessment_id} {status}",
                 lambda: self.repository.finish(assessment_id, status, report=report, error=error),
             )
         except Exception:
-            # The database is gone for good: the assessment stays unfinished in storage, with every trial
-            # stored so far, and the next start resumes it. Say so loudly rather than dropping it.
-            logger.exception(
-                "could not mark assessment %s %s (error: %s); "
-                "it stays unfinished and is resumed at the next start",
-                assessment_id,
-                status,
-                error,
-            )
-            return
+            # The database is gone for now: the assessment stays unfinished in storage with every trial stored
+            # so far; the next job of it (or the next start) finishes it. Say so loudly.
+            logger.exception("could not mark assessment %s %s (error: %s)", assessment_id, status, error)
+            raise
         if record is None:
-            return
+            return None
+        self._opened.pop(assessment_id, None)
         for listener in self.finish_listeners:
             try:
                 await listener(record)
@@ -281,11 +351,12 @@ class AssessmentService:
         self._publish_status(
             assessment_id, record.status, record.trials_done, record.trials_total, record.error
         )
+        return record
 
     def _publish_status(
         self, assessment_id: str, status: str, done: int, total: int, error: str | None = None
     ) -> None:
-        self.hub.publish(
+        self.events.publish(
             assessment_id,
             StatusChanged(
                 assessment_id=assessment_id, status=status, trials_done=done, trials_total=total, error=error
@@ -300,43 +371,35 @@ class AssessmentService:
             raise AssessmentNotFound(assessment_id)
         return record
 
-    def is_running(self, assessment_id: str) -> bool:
-        return assessment_id in self._running
-
     async def wait(self, assessment_id: str) -> AssessmentRecord:
-        """Wait until the assessment's background run ends here, then return its stored state."""
-        task = self._running.get(assessment_id)
-        if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(task)
-        return await self.get(assessment_id)
+        """Wait until the assessment is finished (by any process) and return its stored state."""
+        async with self.subscribe(assessment_id) as subscription:
+            while True:
+                record = await self.get(assessment_id)
+                if record.finished:
+                    return record
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WAIT_POLL_S):
+                        await _until_terminal(subscription)
 
     async def cancel(self, assessment_id: str) -> AssessmentRecord:
-        """Stop an unfinished assessment and mark it cancelled; a finished one is returned unchanged."""
+        """Stop an unfinished assessment and mark it cancelled; a finished one is returned unchanged.
+        The report covers the trials that did finish, so that work is not lost."""
         record = await self.get(assessment_id)
         if record.finished:
             return record
-        task = self._running.get(assessment_id)
-        self._cancel_requested.add(assessment_id)
-        try:
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            else:
-                await self._finish(assessment_id, CANCELLED, error="cancelled on request")
-        finally:
-            self._cancel_requested.discard(assessment_id)
+        config = AssessmentConfig.model_validate(record.config)
+        trials_stored = record.trials_done > 0
+        report = await self._report(config, assessment_id, record.run_seconds) if trials_stored else None
+        await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")
+        await self.queue.cancel(assessment_id)
         return await self.get(assessment_id)
 
     def subscribe(self, assessment_id: str) -> contextlib.AbstractAsyncContextManager[Subscription]:
         return self.hub.subscribe(assessment_id)
 
-    async def aclose(self) -> None:
-        """Stop every running assessment without marking it: the next start resumes them."""
-        tasks = list(self._running.values())
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+
+async def _until_terminal(subscription: Subscription) -> None:
+    async for event in subscription:
+        if isinstance(event, Lagged) or (isinstance(event, StatusChanged) and event.status in TERMINAL):
+            return

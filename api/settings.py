@@ -20,6 +20,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, fiel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
+from api.queue import QueueSettings
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./green_agent.db"
@@ -138,6 +139,48 @@ class Settings(BaseSettings):
     port: int = Field(default=9009, ge=0, le=65535)
     resume_on_start: bool = Field(default=True, description="Continue unfinished assessments at start-up.")
 
+    # -- scale-out: queue workers, heartbeats, database outages (issue 10) --------------------------------
+    worker_enabled: bool = Field(
+        default=True,
+        description="`serve` runs a queue worker besides the API (`serve --no-worker`: API only).",
+    )
+    worker_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="Trial jobs a worker runs at once; None = max_concurrent_trials.",
+    )
+    worker_heartbeat_s: float = Field(
+        default=5.0, gt=0, le=300, description="How often a worker records that it is alive."
+    )
+    worker_stalled_after_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="A worker silent this long is taken for dead: its running trials are queued again.",
+    )
+    worker_poll_interval_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description="Workers look for jobs (and for cancelled ones) at least this often.",
+    )
+    worker_shutdown_grace_s: float = Field(
+        default=5.0,
+        ge=0,
+        le=3600,
+        description="On shutdown, running trials get this long before going back to the queue.",
+    )
+    db_connect_timeout_s: float = Field(
+        default=5.0, gt=0, le=120, description="Connecting to the database gives up after this long."
+    )
+    readyz_timeout_s: float = Field(
+        default=1.5,
+        gt=0,
+        le=30,
+        description="/readyz answers 503 when the database does not answer within this.",
+    )
+
     @field_validator("database_url")
     @classmethod
     def _async_driver(cls, value: str) -> str:
@@ -210,6 +253,16 @@ class Settings(BaseSettings):
             base_url=spec.base_url or self.openai_base_url,
             api_key=key.get_secret_value() if key else None,
             extra_args=dict(spec.extra_args),
+        )
+
+    def queue_settings(self) -> QueueSettings:
+        return QueueSettings(
+            worker_concurrency=self.worker_concurrency or self.max_concurrent_trials,
+            heartbeat_interval_s=self.worker_heartbeat_s,
+            stalled_after_s=self.worker_stalled_after_s,
+            poll_interval_s=self.worker_poll_interval_s,
+            shutdown_grace_s=self.worker_shutdown_grace_s,
+            connect_timeout_s=self.db_connect_timeout_s,
         )
 
     def engine_settings(self) -> EngineSettings:

@@ -23,7 +23,7 @@ from green_agent.errors import AgentError
 from green_agent.judge import Judge
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, TrialResult, TrialStarted
+from green_agent.models import AssessmentReport, TrialFinished, TrialResult, TrialStarted
 from green_agent.orchestrator import TrialDeps, TrialSpec, run_trial
 from green_agent.prompts import load_prompt
 from green_agent.seeds import trial_seeds
@@ -126,6 +126,40 @@ class Engine:
 
     # -- running -------------------------------------------------------------------------------------------
 
+    def trial_keys(self, config: AssessmentConfig) -> list[tuple[str, int]]:
+        """Every (task id, trial) of the assessment in report order: trial-major, tasks in tasks.json order,
+        as upstream."""
+        task_ids = self.validate(config)
+        return [(t, k) for k in range(config.trials) for t in task_ids]
+
+    def longest_first(self, keys: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """`keys` in the order trials should start: longest expected conversation first (the task's gold
+        action count stands for its length), so that the slowest trials do not start last and stretch the
+        tail of the run. Ties keep report order."""
+        position = {key: i for i, key in enumerate(keys)}
+        return sorted(keys, key=lambda key: (-len(self.data.tasks[key[0]].gold_actions), position[key]))
+
+    async def open_assessment(
+        self, config: AssessmentConfig, on_event: EventHandler | None = None
+    ) -> AssessmentRun:
+        """Everything the trials of one assessment share: the agent card fetched once, the user simulator,
+        the assessment's concurrency bound. Trials then run one by one through `AssessmentRun.run_trial`
+        (the service's queue jobs) or all together through `run`."""
+        self.validate(config)
+        emit = on_event or _ignore
+        self._pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
+        card_error = await self._card_error(config.agent_url)
+        agent_bound = self._per_agent.setdefault(
+            config.agent_url, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
+        )
+        return AssessmentRun(
+            engine=self,
+            config=config,
+            deps=self._deps(config, emit, card_error),
+            seeds=trial_seeds(config.seed, config.trials),
+            slots=(asyncio.Semaphore(config.concurrency), agent_bound, self._global),
+        )
+
     async def run(
         self,
         config: AssessmentConfig,
@@ -134,41 +168,26 @@ class Engine:
         completed: Sequence[TrialResult] = (),
     ) -> AssessmentReport:
         """Run every trial not already in `completed`; return the report over all of them."""
-        task_ids = self.validate(config)
         clock = time.monotonic()
-        seeds = trial_seeds(config.seed, config.trials)
-        # Trial-major, tasks in tasks.json order, as upstream; also the order of the report's trials.
-        keys = [(t, k) for k in range(config.trials) for t in task_ids]
+        keys = self.trial_keys(config)
         position = {key: i for i, key in enumerate(keys)}
         done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in position}
         emit = on_event or _ignore
-        self._pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
-        card_error = await self._card_error(config.agent_url)
-        deps = self._deps(config, emit, card_error)
-        assessment_bound = asyncio.Semaphore(config.concurrency)
-        agent_bound = self._per_agent.setdefault(
-            config.agent_url, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
-        )
+        assessment = await self.open_assessment(config, emit)
         results: list[TrialResult] = []
 
-        async def one(spec: TrialSpec) -> None:
-            async with assessment_bound, agent_bound, self._global:
-                await emit(TrialStarted(task_id=spec.task.id, trial=spec.trial))
-                results.append(await run_trial(spec, deps))
+        async def one(task_id: str, trial: int) -> None:
+            result = await assessment.run_trial(task_id, trial)
+            results.append(result)
+            # Reported once the trial's slots are free: storing it (the service's handler) does not hold up
+            # the next trial.
+            await emit(TrialFinished(result=result))
 
         try:
             async with asyncio.TaskGroup() as group:
-                for task_id, trial in keys:
-                    if (task_id, trial) in done:
-                        continue
-                    spec = TrialSpec(
-                        task=self.data.tasks[task_id],
-                        trial=trial,
-                        seed=seeds[trial],
-                        max_steps=config.max_steps,
-                        max_errors=config.max_errors,
-                    )
-                    group.create_task(one(spec))
+                for task_id, trial in self.longest_first(keys):
+                    if (task_id, trial) not in done:
+                        group.create_task(one(task_id, trial))
         except BaseExceptionGroup as group_error:
             # A failing event handler (e.g. the service's database) stops the assessment: surface it plainly.
             raise group_error.exceptions[0] from group_error
@@ -208,13 +227,57 @@ class Engine:
             user=self._user_simulator(config),
             judge=self._judge,
             normalize_ids=self.settings.normalize_ids,
-            emit=emit,
+            emit=_without_trial_finished(emit),
             turn_events=emit is not _ignore,
         )
 
 
+class AssessmentRun:
+    """One assessment opened on the engine (`Engine.open_assessment`): runs its trials one at a time, each
+    within the assessment's, the white agent's and the process's bounds, taken in that order."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        config: AssessmentConfig,
+        deps: TrialDeps,
+        seeds: list[int],
+        slots: tuple[asyncio.Semaphore, ...],
+    ) -> None:
+        self.config = config
+        self._engine = engine
+        self._deps = deps
+        self._seeds = seeds
+        self._slots = slots
+
+    async def run_trial(self, task_id: str, trial: int) -> TrialResult:
+        """Run and score one trial; its `TrialFinished` is the caller's to report (after the slots are
+        released, so that storing it never holds one)."""
+        spec = TrialSpec(
+            task=self._engine.data.tasks[task_id],
+            trial=trial,
+            seed=self._seeds[trial],
+            max_steps=self.config.max_steps,
+            max_errors=self.config.max_errors,
+        )
+        async with contextlib.AsyncExitStack() as slots:
+            for slot in self._slots:
+                await slots.enter_async_context(slot)
+            await self._deps.emit(TrialStarted(task_id=task_id, trial=trial))
+            return await run_trial(spec, self._deps)
+
+
 async def _ignore(event: Any) -> None:
     return None
+
+
+def _without_trial_finished(emit: EventHandler) -> EventHandler:
+    async def relay(event: Any) -> None:
+        if not isinstance(event, TrialFinished):
+            await emit(event)
+
+    return relay
 
 
 @contextlib.asynccontextmanager

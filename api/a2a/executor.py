@@ -98,7 +98,7 @@ class AssessmentExecutor(AgentExecutor):
         if record.warnings:
             intro += " " + " ".join(record.warnings)
         async with service.subscribe(record.id) as subscription:
-            service.start(record)
+            await service.start(record)
             await updater.start_work(message=updater.new_agent_message([Part(text=intro)]))
             # Subscribed before starting, so no event is missed; an assessment that already ended (a replayed
             # request) has nothing more to stream.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
@@ -28,7 +30,17 @@ async def readyz(request: Request) -> JSONResponse:
         body = Readiness(status="not_ready", database="unknown", data="not loaded", detail="starting up")
         return JSONResponse(body.model_dump(), status_code=503)
     try:
-        await runtime.repository.ping()
+        # A stalled database link would make the ping wait for as long as TCP lets it: answer within bounds.
+        async with asyncio.timeout(runtime.settings.readyz_timeout_s):
+            await runtime.repository.ping()
+    except TimeoutError:
+        body = Readiness(
+            status="not_ready",
+            database="unreachable",
+            data="verified",
+            detail=f"the database did not answer within {runtime.settings.readyz_timeout_s:g} s",
+        )
+        return JSONResponse(body.model_dump(), status_code=503)
     except Exception as exc:
         body = Readiness(
             status="not_ready", database="unreachable", data="verified", detail=f"{type(exc).__name__}: {exc}"

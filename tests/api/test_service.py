@@ -93,7 +93,7 @@ async def test_writes_blocked_for_a_while_are_retried(tmp_path: Path, oracle_url
             other_process = sqlite3.connect(path, isolation_level=None)
             other_process.execute("BEGIN EXCLUSIVE")
             try:
-                runtime.service.start(record)
+                await runtime.service.start(record)
                 await asyncio.sleep(1.0)
             finally:
                 other_process.execute("ROLLBACK")

@@ -1,0 +1,256 @@
+"""Trials as jobs of procrastinate, a PostgreSQL task queue: any number of worker processes share the work.
+
+An assessment is split into one job per trial (`enqueue`). Every job carries:
+
+* a priority, so that trials start longest first within their assessment and assessments share the workers
+  fairly: the first trial of a new assessment gets the priority of the trial that would start next anyway,
+  the second one the next lower, and so on, so queued assessments take turns trial by trial from the moment
+  they arrive (nobody waits for an earlier assessment to drain);
+* a lock "lane" (`<assessment>/<n>`, n < the assessment's `concurrency`): procrastinate runs at most one job
+  per lock at a time, so an assessment never has more than `concurrency` trials running across all workers.
+
+On PostgreSQL the queue lives in procrastinate's tables (created by our migrations). A worker records a
+heartbeat; `sweep_stalled` (run by every worker process) puts the jobs of a worker whose heartbeat stopped (a
+SIGKILLed process, a lost machine) back in the queue, so another worker runs them: that is how work resumes
+after a crash. On SQLite (one process) the queue is procrastinate's in-memory connector, lost with the
+process, so the service re-enqueues the missing trials of unfinished assessments at start-up instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import procrastinate
+from procrastinate import JobContext, RetryDecision
+from procrastinate.exceptions import ConnectorException
+from procrastinate.jobs import Job, Status
+from procrastinate.retry import BaseRetryStrategy
+from procrastinate.testing import InMemoryConnector
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+logger = logging.getLogger(__name__)
+
+TRIAL_TASK = "green_agent.run_trial"
+
+# Storage errors that may pass (a dropped connection, a database restarting, a lock timeout): a job failing
+# with one is retried, with a growing pause, for as long as it takes.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    OperationalError,
+    InterfaceError,
+    OSError,
+    ConnectorException,
+)
+MAX_RETRY_PAUSE_S = 30
+
+
+def queue_of(assessment_id: str) -> str:
+    """Each assessment has its queue (workers take every queue), so its jobs can be listed and cancelled.
+    Short: procrastinate notifies on a channel named after the queue, and PostgreSQL allows 63 bytes."""
+    return f"a/{assessment_id}"
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """How workers run and how fast a dead one is noticed (operator settings, see api/settings.py)."""
+
+    worker_concurrency: int = 64
+    heartbeat_interval_s: float = 5.0
+    stalled_after_s: float = 30.0
+    poll_interval_s: float = 2.0
+    shutdown_grace_s: float = 5.0
+    restart_pause_s: float = 2.0
+    pool_size: int = 10
+    connect_timeout_s: float = 5.0
+
+
+class TrialRetry(BaseRetryStrategy):
+    """A trial job is retried when the worker stopped under it (shutdown) or storage failed for a reason that
+    may pass; anything else was already turned into an outcome by the job itself."""
+
+    def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
+        if isinstance(exception, asyncio.CancelledError):
+            return RetryDecision(retry_in={"seconds": 0})
+        if isinstance(exception, TRANSIENT_ERRORS):
+            return RetryDecision(retry_in={"seconds": min(2**job.attempts, MAX_RETRY_PAUSE_S)})
+        return None
+
+
+class LocalConnector(InMemoryConnector):
+    """procrastinate's in-memory queue (one process, SQLite), waking the worker when a job ends, as the
+    PostgreSQL trigger of our migrations does: the next job of the same lock lane may start now."""
+
+    async def finish_job_run(self, job_id: int, status: str, delete_job: bool) -> None:
+        queue = self.jobs[job_id]["queue_name"]
+        await super().finish_job_run(job_id, status, delete_job)
+        await self._notify(queue, {"type": "job_inserted", "job_id": job_id})
+
+
+def psycopg_conninfo(database_url: str) -> str:
+    """The service's SQLAlchemy URL (postgresql+asyncpg://...) as a libpq connection string for psycopg."""
+    url = make_url(database_url).set(drivername="postgresql")
+    return url.render_as_string(hide_password=False)
+
+
+TrialHandler = Callable[[JobContext, str, str, int], Awaitable[None]]
+
+
+class TrialQueue:
+    """The procrastinate app of the service: enqueue, cancel, run workers, sweep stalled jobs."""
+
+    def __init__(self, database_url: str, settings: QueueSettings) -> None:
+        self.settings = settings
+        self.persistent = make_url(database_url).get_backend_name() == "postgresql"
+        connector: procrastinate.BaseConnector
+        if self.persistent:
+            connector = procrastinate.PsycopgConnector(
+                conninfo=psycopg_conninfo(database_url),
+                min_size=1,
+                max_size=settings.pool_size,
+                timeout=max(settings.connect_timeout_s * 2, 10.0),
+                kwargs={"connect_timeout": max(int(settings.connect_timeout_s), 1)},
+            )
+        else:
+            connector = LocalConnector()
+        self.connector = connector
+        self.app = procrastinate.App(connector=connector)
+        self._stopping = False
+
+    async def open(self) -> None:
+        await self.app.open_async()
+
+    async def close(self) -> None:
+        await self.app.close_async()
+
+    def register(self, handler: TrialHandler) -> None:
+        """Make `handler(context, assessment_id, task_id, trial)` the code that runs a trial job."""
+
+        async def run_trial_job(context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
+            await handler(context, assessment_id, task_id, trial)
+
+        self.app.task(name=TRIAL_TASK, pass_context=True, retry=TrialRetry())(run_trial_job)
+
+    # -- enqueueing and cancelling -----------------------------------------------------------------------
+
+    async def _next_priority(self) -> int:
+        """The priority of the job that would start next (0 on an empty queue)."""
+        if isinstance(self.connector, InMemoryConnector):
+            waiting = [j["priority"] for j in self.connector.jobs.values() if j["status"] == "todo"]
+            return max(waiting, default=0)
+        row = await self.connector.execute_query_one_async(
+            "SELECT coalesce(max(priority), 0) AS top FROM procrastinate_jobs WHERE status = 'todo'"
+        )
+        return int(row["top"])
+
+    async def enqueue(self, assessment_id: str, keys: Sequence[tuple[str, int]], *, concurrency: int) -> int:
+        """Queue one job per (task id, trial) of `keys`, which are in the order they should start."""
+        if not keys:
+            return 0
+        top = await self._next_priority()
+        lanes = max(1, min(concurrency, len(keys)))
+        jobs = [
+            Job(
+                id=None,
+                queue=queue_of(assessment_id),
+                lock=f"{assessment_id}/{i % lanes}",
+                # No trial waits in the queue twice, whoever queued it.
+                queueing_lock=f"{assessment_id}/{task_id}/{trial}",
+                task_name=TRIAL_TASK,
+                priority=top - i,
+                task_kwargs={"assessment_id": assessment_id, "task_id": task_id, "trial": trial},
+            )
+            for i, (task_id, trial) in enumerate(keys)
+        ]
+        await self.app.job_manager.batch_defer_jobs_async(jobs)
+        return len(jobs)
+
+    async def pending(self, assessment_id: str) -> int:
+        """Jobs of the assessment waiting or running."""
+        manager = self.app.job_manager
+        count = 0
+        for status in (Status.TODO, Status.DOING):
+            count += len(
+                list(await manager.list_jobs_async(queue=queue_of(assessment_id), status=status.value))
+            )
+        return count
+
+    async def cancel(self, assessment_id: str) -> None:
+        """Drop the assessment's waiting jobs and ask the workers running the others to stop them (every
+        worker listens for that, and also polls for it)."""
+        manager = self.app.job_manager
+        queue = queue_of(assessment_id)
+        for status, abort in ((Status.TODO, False), (Status.DOING, True)):
+            for job in await manager.list_jobs_async(queue=queue, status=status.value):
+                assert job.id is not None
+                await manager.cancel_job_by_id_async(job.id, abort=abort)
+
+    # -- workers -----------------------------------------------------------------------------------------
+
+    async def run_worker(self, name: str) -> None:
+        """Run a worker until cancelled. A worker that stops on its own (its database connection broke, its
+        heartbeat failed) is started again after a pause: a database outage of any length ends with the
+        worker back, and its unfinished jobs are picked up by the stalled-job sweep."""
+        s = self.settings
+        sweeping = asyncio.create_task(self._sweep_forever(), name="sweep stalled jobs")
+        try:
+            while True:
+                try:
+                    await self.app.run_worker_async(
+                        name=name,
+                        concurrency=s.worker_concurrency,
+                        install_signal_handlers=False,
+                        update_heartbeat_interval=s.heartbeat_interval_s,
+                        stalled_worker_timeout=s.stalled_after_s,
+                        fetch_job_polling_interval=s.poll_interval_s,
+                        abort_job_polling_interval=s.poll_interval_s,
+                        shutdown_graceful_timeout=s.shutdown_grace_s,
+                        delete_jobs="successful",
+                    )
+                    logger.warning("worker %s stopped; starting it again in %.1f s", name, s.restart_pause_s)
+                except Exception as exc:
+                    logger.warning(
+                        "worker %s failed (%s: %s); starting it again in %.1f s",
+                        name,
+                        type(exc).__name__,
+                        exc,
+                        s.restart_pause_s,
+                    )
+                await asyncio.sleep(s.restart_pause_s)
+        finally:
+            sweeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeping
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            try:
+                await self.sweep_stalled()
+            except Exception as exc:  # the database may be down; the next round tries again
+                logger.debug("stalled-job sweep failed: %s: %s", type(exc).__name__, exc)
+            await asyncio.sleep(self.settings.heartbeat_interval_s)
+
+    async def sweep_stalled(self) -> list[int]:
+        """Put back in the queue the running jobs of workers whose heartbeat is older than `stalled_after_s`
+        (and forget those workers). Several processes may sweep at once: a job already put back is skipped."""
+        manager = self.app.job_manager
+        after = self.settings.stalled_after_s
+        retried = []
+        for job in await manager.get_stalled_jobs(seconds_since_heartbeat=after):
+            assert job.id is not None
+            try:
+                await manager.retry_job(job)
+            except ConnectorException as exc:  # another sweeper was first, or the job just finished
+                logger.debug("stalled job %s not retried: %s", job.id, exc)
+                continue
+            logger.warning("job %s (%s) of a stalled worker is queued again", job.id, job.call_string)
+            retried.append(job.id)
+        await manager.prune_stalled_workers(after)
+        return retried
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "postgresql" if self.persistent else "in-memory", **vars(self.settings)}
