@@ -21,7 +21,7 @@ from a2a.server.tasks import DatabaseTaskStore
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.db.engine import create_engine
-from api.db.migrate import upgrade
+from api.db.migrate import schema_lock, upgrade
 from api.db.repository import AssessmentRepository
 from api.events import EventRelay, ProgressHub
 from api.queue import QueueSettings, TrialQueue
@@ -102,7 +102,8 @@ async def open_runtime(
     try:
         await upgrade(database)
         task_store = task_store or DatabaseTaskStore(database, create_table=True)
-        await task_store.initialize()
+        async with schema_lock(database):  # the SDK creates its table if missing: one replica at a time
+            await task_store.initialize()
         # Parsing and hashing the data files takes a moment of CPU: keep the event loop free.
         data = await asyncio.to_thread(load_retail_data, settings.data_dir)
         repository = AssessmentRepository(database)
