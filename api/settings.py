@@ -224,6 +224,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"default_user_model {self.default_user_model!r} is not configured; use one of: {known}"
             )
+        if self.worker_stalled_after_s < 2 * self.worker_heartbeat_s:
+            raise ValueError(
+                "worker_stalled_after_s must be at least twice worker_heartbeat_s, or live workers would be "
+                "taken for dead between two heartbeats"
+            )
         if self.max_concurrent_per_agent > self.max_concurrent_trials:
             raise ValueError(
                 "max_concurrent_per_agent cannot exceed max_concurrent_trials; "
