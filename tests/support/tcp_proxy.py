@@ -59,7 +59,7 @@ class TcpProxy:
             return
         link = asyncio.current_task()
         assert link is not None
-        self._links.add(link)  # type: ignore[arg-type]
+        self._links.add(link)
         upstream_writer: asyncio.StreamWriter | None = None
         try:
             await self._open.wait()
@@ -70,7 +70,7 @@ class TcpProxy:
         except (OSError, ExceptionGroup, asyncio.CancelledError):
             pass  # one side closed, or the test cut the link
         finally:
-            self._links.discard(link)  # type: ignore[arg-type]
+            self._links.discard(link)
             for w in (writer, upstream_writer):
                 if w is not None:
                     w.close()
