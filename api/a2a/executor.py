@@ -29,6 +29,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_FINAL_STATES = (
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_REJECTED,
+)
+
 
 def request_text(context: RequestContext) -> str:
     """The request as text: the text parts, else a DataPart holding the JSON object."""
@@ -148,15 +155,16 @@ class AssessmentExecutor(AgentExecutor):
             self._cancelling.discard(task_id)
 
     async def _on_finished(self, record: AssessmentRecord) -> None:
-        """An A2A-started assessment that finished with nobody attached (it was resumed after a restart):
-        write its final state into the A2A task store so a client polling the task sees the result."""
+        """An A2A-started assessment that finished with nobody attached here (it was resumed after a
+        restart, or its execute() runs on another replica): write its final state into the A2A task store so
+        a client polling the task sees the result, unless it is written already."""
         if record.a2a_task_id is None or record.a2a_task_id in self._attached:
             return
         store: TaskStore = self.runtime.task_store
         call_context = ServerCallContext()
         task = await store.get(record.a2a_task_id, call_context)
-        if task is None:
-            return
+        if task is None or task.status.state in _FINAL_STATES:
+            return  # already written, by the process whose execute() followed it
         if record.status == COMPLETED and record.report is not None:
             task.artifacts.append(
                 Artifact(
