@@ -171,6 +171,10 @@ class Settings(BaseSettings):
         le=3600,
         description="On shutdown, running trials get this long before going back to the queue.",
     )
+    longest_first: bool = Field(
+        default=_engine_default("longest_first"),
+        description="Trials start longest first (by gold action count); false = tasks.json order.",
+    )
     db_connect_timeout_s: float = Field(
         default=5.0, gt=0, le=120, description="Connecting to the database gives up after this long."
     )
@@ -286,4 +290,5 @@ class Settings(BaseSettings):
             user_guidelines_file=self.user_guidelines_file,
             judge_rubric_file=self.judge_rubric_file,
             normalize_ids=self.normalize_ids,
+            longest_first=self.longest_first,
         )

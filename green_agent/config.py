@@ -82,6 +82,10 @@ class EngineSettings(BaseModel):
     normalize_ids: bool = Field(
         default=False, description="Tolerant id lookup in the tools (off = upstream parity)."
     )
+    longest_first: bool = Field(
+        default=True,
+        description="Start trials longest first (by the task's gold action count); off = report order.",
+    )
 
     @model_validator(mode="after")
     def _default_user_model_known(self) -> EngineSettings:

@@ -4,8 +4,13 @@ Bounds, taken in this order by every trial so that no two trials can wait on eac
 the assessment's own `concurrency`, then the white agent's (`max_concurrent_per_agent`, shared by all
 assessments of the same agent URL), then the process-wide `max_concurrent_trials`.
 
-`run()` is cancellable: cancelling it cancels its in-flight trials (their conversations close) and the
-cancellation propagates. Trials passed as `completed` are not run again (resume).
+Trials start longest first (`longest_first`): the task's gold action count stands for its length, and
+starting the long ones early keeps them from stretching the tail of the run.
+
+`run()` runs a whole assessment in this process and is cancellable: cancelling it cancels its in-flight
+trials (their conversations close) and the cancellation propagates. Trials passed as `completed` are not run
+again (resume). The service instead opens an assessment (`open_assessment`) and runs its trials one by one
+as queue jobs, on whichever worker process takes them (`AssessmentRun.run_trial`).
 """
 
 from __future__ import annotations
@@ -135,7 +140,9 @@ class Engine:
     def longest_first(self, keys: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
         """`keys` in the order trials should start: longest expected conversation first (the task's gold
         action count stands for its length), so that the slowest trials do not start last and stretch the
-        tail of the run. Ties keep report order."""
+        tail of the run. Ties keep report order. With the `longest_first` setting off: report order."""
+        if not self.settings.longest_first:
+            return list(keys)
         position = {key: i for i, key in enumerate(keys)}
         return sorted(keys, key=lambda key: (-len(self.data.tasks[key[0]].gold_actions), position[key]))
 
