@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from green_agent import AssessmentConfig, Engine, EngineSettings, TaskSelection
 from retail_domain import RetailData
 
@@ -18,7 +20,7 @@ def test_longest_first_orders_by_gold_actions_then_report_order(data: RetailData
     lengths = [len(data.tasks[task_id].gold_actions) for task_id, _ in ordered]
     assert lengths == sorted(lengths, reverse=True) and lengths[0] > lengths[-1]
     position = {k: i for i, k in enumerate(keys)}
-    for before, after in zip(ordered, ordered[1:], strict=False):
+    for before, after in itertools.pairwise(ordered):
         if len(data.tasks[before[0]].gold_actions) == len(data.tasks[after[0]].gold_actions):
             assert position[before] < position[after]
 
