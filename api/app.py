@@ -22,7 +22,7 @@ from a2a.server.tasks import DatabaseTaskStore
 from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse
 
-from api import __version__
+from api import __version__, metrics
 from api.a2a.card import JSONRPC_PATH, REST_PREFIX, build_agent_card
 from api.a2a.executor import AssessmentExecutor
 from api.db.engine import create_engine
@@ -79,6 +79,7 @@ def create_app(settings: Settings) -> FastAPI:
         return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
 
     app.include_router(health.router)
+    app.include_router(metrics.router)
     app.include_router(assessments.router)
     app.include_router(trials.router)
     app.include_router(events.router)

@@ -23,7 +23,6 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import procrastinate
 from procrastinate import JobContext, RetryDecision
@@ -252,5 +251,26 @@ class TrialQueue:
         await manager.prune_stalled_workers(after)
         return retried
 
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "postgresql" if self.persistent else "in-memory", **vars(self.settings)}
+    async def depth(self) -> dict[str, int]:
+        """Trial jobs by status (todo, doing), all assessments together."""
+        if isinstance(self.connector, InMemoryConnector):
+            counts: dict[str, int] = {}
+            for job in self.connector.jobs.values():
+                counts[job["status"]] = counts.get(job["status"], 0) + 1
+            return counts
+        rows = await self.connector.execute_query_all_async(
+            "SELECT status::text AS status, count(*) AS n FROM procrastinate_jobs "
+            "WHERE status IN ('todo', 'doing') GROUP BY status"
+        )
+        return {row["status"]: int(row["n"]) for row in rows}
+
+    async def live_workers(self) -> int:
+        """Workers whose last heartbeat is more recent than `stalled_after_s`."""
+        if isinstance(self.connector, InMemoryConnector):
+            return len(self.connector.workers)
+        row = await self.connector.execute_query_one_async(
+            "SELECT count(*) AS n FROM procrastinate_workers "
+            "WHERE last_heartbeat > now() - %(after)s * interval '1 second'",
+            after=self.settings.stalled_after_s,
+        )
+        return int(row["n"])

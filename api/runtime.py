@@ -24,6 +24,7 @@ from api.db.engine import create_engine
 from api.db.migrate import schema_lock, upgrade
 from api.db.repository import AssessmentRepository
 from api.events import EventRelay, ProgressHub
+from api.metrics import measure_loop_lag
 from api.queue import QueueSettings, TrialQueue
 from api.service import AssessmentService
 from api.settings import Settings
@@ -67,6 +68,7 @@ async def open_service(
         hub = ProgressHub()
         relay = EventRelay(hub, queue.connector) if queue.persistent else None
         service = AssessmentService(repository, engine, queue, hub=hub, events=relay or hub)
+        background.append(asyncio.create_task(measure_loop_lag(), name="event-loop lag"))
         if relay is not None:
             background.append(asyncio.create_task(relay.run(), name="progress relay"))
         if worker:

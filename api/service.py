@@ -38,11 +38,12 @@ from api.db.repository import (
     NewAssessment,
 )
 from api.events import EventSink, Lagged, ProgressHub, StatusChanged, Subscription, TrialDone
+from api.metrics import TurnClock, agent_host
 from api.queue import TRANSIENT_ERRORS, TrialQueue
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, ProgressEvent, TrialResult
+from green_agent.models import AssessmentReport, ProgressEvent, TrialResult, TurnTaken
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -120,6 +121,7 @@ class _Opened:
     """An assessment opened in this process: its engine run and the clock of its running time."""
 
     run: AssessmentRun
+    turns: TurnClock
     trials_total: int
     base_seconds: float
     opened_at: float
@@ -238,8 +240,11 @@ class AssessmentService:
     async def _open_now(self, record: AssessmentRecord) -> _Opened:
         config = AssessmentConfig.model_validate(record.config)
         assessment_id = record.id
+        turns = TurnClock(agent_host(config.agent_url))
 
         async def on_event(event: ProgressEvent) -> None:
+            if isinstance(event, TurnTaken):
+                turns.message(event.task_id, event.trial, event.message)
             self.events.publish(assessment_id, event)  # type: ignore[arg-type]
 
         await _with_retries(
@@ -247,7 +252,7 @@ class AssessmentService:
         )
         self._publish_status(assessment_id, RUNNING, record.trials_done, record.trials_total)
         run = await self._engine.open_assessment(config, on_event)
-        return _Opened(run, record.trials_total, record.run_seconds, time.monotonic())
+        return _Opened(run, turns, record.trials_total, record.run_seconds, time.monotonic())
 
     async def _run_trial_job(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
         record = await self.repository.get(assessment_id)
@@ -285,6 +290,7 @@ class AssessmentService:
             await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
             return
         if done is not None:
+            opened.turns.trial_done(result)
             self.events.publish(
                 assessment_id,
                 TrialDone(

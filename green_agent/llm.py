@@ -12,6 +12,8 @@ import asyncio
 import json
 import logging
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +50,26 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         return float(min(self.max_backoff_s, self.backoff_s * (2**attempt)))
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    """One request to an LLM endpoint, as the service's metrics count it."""
+
+    model: str
+    seconds: float
+    outcome: str  # "ok", "error" or "empty"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+# Called after every LLM request (the API's metrics register here); the engine itself keeps no counters.
+observers: list[Callable[[LLMCall], None]] = []
+
+
+def _observe(call: LLMCall) -> None:
+    for observer in observers:
+        observer(call)
 
 
 @dataclass
@@ -96,7 +118,7 @@ class ChatLLM:
             if attempt:
                 await asyncio.sleep(self.retry.delay(attempt - 1))
             try:
-                completion = await self._client.chat.completions.create(**kwargs)
+                completion = await self._create(kwargs)
             except openai.APIStatusError as exc:
                 last_problem = f"HTTP {exc.status_code}: {_short(exc.message)}"
                 if exc.status_code < 500 and exc.status_code not in _TRANSIENT_STATUS:
@@ -117,6 +139,25 @@ class ChatLLM:
             f"LLM {self.endpoint.model!r} at {self.endpoint.base_url or 'the OpenAI default URL'} failed: "
             f"{last_problem}"
         )
+
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
+        began = time.monotonic()
+        try:
+            completion = await self._client.chat.completions.create(**kwargs)
+        except openai.OpenAIError:
+            _observe(LLMCall(self.endpoint.model, time.monotonic() - began, "error"))
+            raise
+        usage = getattr(completion, "usage", None)
+        _observe(
+            LLMCall(
+                self.endpoint.model,
+                time.monotonic() - began,
+                "ok" if getattr(completion, "choices", None) else "empty",
+                getattr(usage, "prompt_tokens", 0) or 0,
+                getattr(usage, "completion_tokens", 0) or 0,
+            )
+        )
+        return completion
 
 
 def _to_reply(completion: Any) -> LLMReply | None:

@@ -358,6 +358,16 @@ class AssessmentRepository:
             ).scalars()
             return [_record(r) for r in rows], total
 
+    async def count_by_status(self) -> dict[str, int]:
+        """How many assessments have each status (every status present, 0 when none)."""
+        async with self._session() as session:
+            rows = await session.execute(
+                select(AssessmentRow.status, func.count()).group_by(AssessmentRow.status)
+            )
+            counts = {status: 0 for status in STATUSES}
+            counts.update({status: int(count) for status, count in rows})
+            return counts
+
     async def list_unfinished(self) -> list[AssessmentRecord]:
         async with self._session() as session:
             rows = (
