@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--card-url", help="public URL the agent card advertises (default http://host:port/)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument(
+        "--log-format", choices=["text", "json"], help="default: GREEN_AGENT_LOG_FORMAT or text"
+    )
+    serve.add_argument(
         "--no-worker",
         action="store_true",
         help="API only: run no trials in this process (workers elsewhere do; PostgreSQL only)",
@@ -81,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
         "worker", help="run trials of queued assessments, no API (PostgreSQL; start as many as you like)"
     )
     worker.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    worker.add_argument(
+        "--log-format", choices=["text", "json"], help="default: GREEN_AGENT_LOG_FORMAT or text"
+    )
     worker.add_argument("--concurrency", type=int, help="trials at once (default: max_concurrent_trials)")
     _add_database(worker)
 
@@ -112,6 +117,7 @@ def _serve(args: argparse.Namespace) -> int:
         card_url=args.card_url,
         database_url=args.database_url,
         worker_enabled=False if args.no_worker else None,
+        log_format=args.log_format,
     )
     if not settings.worker_enabled and not settings.database_url.startswith("postgresql"):
         print(
@@ -119,7 +125,7 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    _configure_logging(args.log_level)
+    _configure_logging(args.log_level, settings)
     config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
@@ -130,19 +136,25 @@ def _serve(args: argparse.Namespace) -> int:
         # Long keep-alive: white agents and runners reuse connections for the whole assessment.
         timeout_keep_alive=75,
         timeout_graceful_shutdown=5,
+        # JSON logs: uvicorn's loggers go through the root handler configured above, not its own.
+        log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
     )
     uvicorn.Server(config).run()
     return EXIT_OK
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def _configure_logging(level: str, settings: Settings) -> None:
+    from api.logs import configure_logging
+
+    configure_logging(level, settings.log_format)
 
 
 def _worker(args: argparse.Namespace) -> int:
     from api.worker import run_worker
 
-    settings = _settings(database_url=args.database_url, worker_concurrency=args.concurrency)
+    settings = _settings(
+        database_url=args.database_url, worker_concurrency=args.concurrency, log_format=args.log_format
+    )
     if not settings.database_url.startswith("postgresql"):
         print(
             "green-agent worker needs PostgreSQL (DATABASE_URL=postgresql+asyncpg://...): "
@@ -150,7 +162,7 @@ def _worker(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    _configure_logging(args.log_level)
+    _configure_logging(args.log_level, settings)
     return run_worker(settings)
 
 

@@ -38,6 +38,7 @@ from api.db.repository import (
     NewAssessment,
 )
 from api.events import EventSink, Lagged, ProgressHub, StatusChanged, Subscription, TrialDone
+from api.logs import trial_context
 from api.metrics import TurnClock, agent_host
 from api.queue import TRANSIENT_ERRORS, TrialQueue
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
@@ -255,6 +256,10 @@ class AssessmentService:
         return _Opened(run, turns, record.trials_total, record.run_seconds, time.monotonic())
 
     async def _run_trial_job(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
+        with trial_context(assessment_id, task_id, trial):
+            await self._run_trial(context, assessment_id, task_id, trial)
+
+    async def _run_trial(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
         record = await self.repository.get(assessment_id)
         if record is None or record.finished:
             return

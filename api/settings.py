@@ -20,6 +20,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, fiel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
+from api.logs import LogFormat
 from api.queue import QueueSettings
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
 
@@ -177,6 +178,9 @@ class Settings(BaseSettings):
     )
     db_connect_timeout_s: float = Field(
         default=5.0, gt=0, le=120, description="Connecting to the database gives up after this long."
+    )
+    log_format: LogFormat = Field(
+        default="text", description="`json`: one JSON object per log line, with assessment/task/trial ids."
     )
     readyz_timeout_s: float = Field(
         default=1.5,
