@@ -6,6 +6,10 @@ and database migrations.
     green-agent run --agent-url URL [selection and limits]      one assessment in-process, report as JSON
     green-agent demo [--trials N] [--num-tasks N]               built-in oracle agent, scripted user, SQLite
     green-agent replay ...                                      retail_domain.replay (gold replay tooling)
+    green-agent export ID --format tau2 -o FILE                 the assessment as a tau2 results file
+    green-agent submission ID --model-name M --organization O --email E -o DIR
+                                                                a taubench.com submission (retail)
+    green-agent rescore FILE.json [--json] [--store]            re-score a tau2 results file, show agreement
     green-agent db upgrade [--database-url URL]                 apply the migrations
 """
 
@@ -98,12 +102,66 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--database-url", help="default: the embedded SQLite file ./green_agent.db")
 
     commands.add_parser("replay", help="gold replay tooling (retail_domain.replay)", add_help=False)
+    _add_interop_commands(commands)
 
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     upgrade = db_commands.add_parser("upgrade", help="apply every migration")
     _add_database(upgrade)
     return parser
+
+
+def _add_interop_commands(commands: Any) -> None:
+    export = commands.add_parser("export", help="write an assessment as a tau2 v1.0.x results file")
+    export.add_argument("assessment_id")
+    export.add_argument("--format", choices=["tau2"], default="tau2", help="the file format (tau2)")
+    export.add_argument("-o", "--output", type=Path, required=True, help="the JSON file to write")
+    _add_database(export)
+
+    submission = commands.add_parser(
+        "submission", help="write a taubench.com text submission (submission.json + trajectory file)"
+    )
+    submission.add_argument("assessment_id")
+    submission.add_argument(
+        "--model-name", required=True, help="the agent's model, as the leaderboard shows it"
+    )
+    submission.add_argument("--organization", required=True, help="the organization that made the model")
+    submission.add_argument(
+        "--submitting-organization", help="who ran the evaluation (default: --organization)"
+    )
+    submission.add_argument("--email", required=True, help="contact email")
+    submission.add_argument("--contact-name", help="contact name")
+    submission.add_argument("-o", "--output", type=Path, required=True, help="the submission directory")
+    _add_database(submission)
+
+    rescore = commands.add_parser(
+        "rescore", help="re-score a tau2 results file (v0.x or v1.0.x) and report agreement with its rewards"
+    )
+    rescore.add_argument("file", type=Path, help="a tau2 results JSON file")
+    rescore.add_argument("--json", action="store_true", help="machine-readable output")
+    rescore.add_argument(
+        "--store", action="store_true", help="keep the re-scored file as an assessment (source: import)"
+    )
+    _add_database(rescore)
+
+
+def _interop(args: argparse.Namespace) -> int:
+    from api import cli_interop
+    from green_agent.tau2_format.submission import Submitter
+
+    settings = _settings(database_url=getattr(args, "database_url", None))
+    if args.command == "export":
+        return asyncio.run(cli_interop.export(settings, args.assessment_id, args.output))
+    if args.command == "submission":
+        submitter = Submitter(
+            model_name=args.model_name,
+            model_organization=args.organization,
+            submitting_organization=args.submitting_organization or args.organization,
+            email=args.email,
+            contact_name=args.contact_name,
+        )
+        return asyncio.run(cli_interop.submission(settings, args.assessment_id, args.output, submitter))
+    return asyncio.run(cli_interop.rescore(settings, args.file, as_json=args.json, store=args.store))
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -254,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args)
         if args.command == "db":
             return _db_upgrade(args)
+        if args.command in ("export", "submission", "rescore"):
+            return _interop(args)
     except ValidationError as exc:
         print(f"invalid settings: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -45,6 +45,18 @@ def report_table(record: AssessmentRecord, report: AssessmentReport) -> Table:
         if count:
             table.add_row(f"excluded ({reason})", str(count))
     table.add_row("time used", f"{report.time_used_s:.1f} s")
+    usage = report.usage
+    if usage is not None:
+        for party, used in (
+            ("user simulator", usage.user),
+            ("judge", usage.judge),
+            ("agent (reported)", usage.agent),
+        ):
+            if used is not None:
+                cost = "cost unknown" if used.cost_usd is None else f"{used.cost_usd:.4f} USD"
+                table.add_row(
+                    f"{party} tokens", f"{used.prompt_tokens} in / {used.completion_tokens} out, {cost}"
+                )
     return table
 
 

@@ -29,7 +29,7 @@ class AssessmentPublic(BaseModel):
     id: str
     status: str = Field(description="queued, running, completed, failed or cancelled")
     agent_url: str
-    source: str = Field(description="rest, a2a or cli")
+    source: str = Field(description="rest, a2a, cli or import (a re-scored tau2 file)")
     config: dict[str, Any]
     progress: Progress
     warnings: list[str]

@@ -44,7 +44,7 @@ from api.queue import TRANSIENT_ERRORS, TrialQueue
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, ProgressEvent, TrialResult, TurnTaken
+from green_agent.models import AssessmentReport, ProgressEvent, RunInfo, TrialResult, TurnTaken
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -110,6 +110,10 @@ class AssessmentEngine(Protocol):
     async def open_assessment(
         self, config: AssessmentConfig, on_event: OnEvent | None = None
     ) -> AssessmentRun: ...
+
+    def run_info(self, config: AssessmentConfig) -> RunInfo:
+        """Which user simulator and judge an assessment of `config` uses."""
+        ...
 
 
 class AssessmentNotFound(LookupError):
@@ -325,7 +329,7 @@ class AssessmentService:
         trials = await self.repository.trial_results(assessment_id)
         order = {key: i for i, key in enumerate(self._engine.trial_keys(config))}
         trials.sort(key=lambda t: order.get((t.task_id, t.trial), len(order)))
-        return compute_report(config, trials, seconds)
+        return compute_report(config, trials, seconds, run_info=self._engine.run_info(config))
 
     async def _fail(self, assessment_id: str, error: str) -> None:
         await self._finish(assessment_id, FAILED, error=error)

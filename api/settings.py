@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 from api.logs import LogFormat
 from api.queue import QueueSettings
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
+from green_agent.usage import ModelPrice
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./green_agent.db"
 
@@ -133,6 +134,18 @@ class Settings(BaseSettings):
     user_guidelines_file: Path | None = _engine_default("user_guidelines_file")
     judge_rubric_file: Path | None = _engine_default("judge_rubric_file")
     normalize_ids: bool = _engine_default("normalize_ids")
+    # -- cost accounting (tau2 interop, issue 12) --
+    llm_prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description='Prices by model id, JSON: {"gpt-4.1-2025-04-14": {"input_per_mtok": 2.0, '
+        '"output_per_mtok": 8.0}}; a model without a price has cost null.',
+    )
+    agent_usage_max_tokens_per_reply: int = Field(
+        default=_engine_default("agent_usage_max_tokens_per_reply"), ge=0, le=10**12
+    )
+    agent_usage_max_cost_per_reply: float = Field(
+        default=_engine_default("agent_usage_max_cost_per_reply"), ge=0, le=1e9
+    )
     card_url: str | None = Field(
         default=None, description="Public URL the agent card advertises; None = http://<host>:<port>/."
     )
@@ -295,4 +308,7 @@ class Settings(BaseSettings):
             judge_rubric_file=self.judge_rubric_file,
             normalize_ids=self.normalize_ids,
             longest_first=self.longest_first,
+            llm_prices=dict(self.llm_prices),
+            agent_usage_max_tokens_per_reply=self.agent_usage_max_tokens_per_reply,
+            agent_usage_max_cost_per_reply=self.agent_usage_max_cost_per_reply,
         )

@@ -18,6 +18,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from green_agent.usage import ModelPrice
+
 SCRIPTED_USER = "scripted"
 """Name of the built-in deterministic user simulator (needs no LLM)."""
 
@@ -85,6 +87,17 @@ class EngineSettings(BaseModel):
     longest_first: bool = Field(
         default=True,
         description="Start trials longest first (by the task's gold action count); off = report order.",
+    )
+    # -- cost accounting (tau2 interop) --
+    llm_prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="USD per million tokens, by model id; unlisted: cost None.",
+    )
+    agent_usage_max_tokens_per_reply: int = Field(
+        default=10_000_000, ge=0, description="Largest token count a white agent may report for one reply."
+    )
+    agent_usage_max_cost_per_reply: float = Field(
+        default=100.0, ge=0, description="Largest cost (USD) a white agent may report for one reply."
     )
 
     @model_validator(mode="after")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -28,7 +29,7 @@ from green_agent.errors import AgentError
 from green_agent.judge import Judge
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, TrialFinished, TrialResult, TrialStarted
+from green_agent.models import AssessmentReport, RunInfo, TrialFinished, TrialResult, TrialStarted
 from green_agent.orchestrator import TrialDeps, TrialSpec, run_trial
 from green_agent.prompts import load_prompt
 from green_agent.seeds import trial_seeds
@@ -200,7 +201,35 @@ class Engine:
             raise group_error.exceptions[0] from group_error
 
         every = sorted([*done.values(), *results], key=lambda r: position[(r.task_id, r.trial)])
-        return compute_report(config, every, time.monotonic() - clock)
+        return compute_report(config, every, time.monotonic() - clock, run_info=self.run_info(config))
+
+    def run_info(self, config: AssessmentConfig) -> RunInfo:
+        """Which user simulator and judge an assessment of `config` uses, with the prompts' fingerprints."""
+        name = self._user_model_name(config)
+        endpoint = self.settings.user_models.get(name)
+        judge = self.settings.judge
+        return RunInfo(
+            user_model_name=name,
+            user_model=endpoint.model if endpoint is not None else None,
+            user_llm_args={"temperature": 0.0, **endpoint.extra_args} if endpoint is not None else {},
+            user_guidelines_sha256=self.user_guidelines_sha256 if endpoint is not None else None,
+            judge_model=judge.model if judge is not None else None,
+            judge_rubric_sha256=_sha256(self._judge.rubric) if self._judge is not None else None,
+        )
+
+    @property
+    def judge(self) -> Judge | None:
+        """The NL judge the operator configured (None: assertions are not judged)."""
+        return self._judge
+
+    @property
+    def user_guidelines(self) -> str:
+        """The user-simulator guidelines this engine uses (the operator's file, else the built-in text)."""
+        return self._guidelines
+
+    @property
+    def user_guidelines_sha256(self) -> str:
+        return _sha256(self._guidelines)
 
     async def _card_error(self, agent_url: str) -> AgentError | None:
         """Fetch the card once up front (with its retries): when the agent cannot even be reached, every trial
@@ -226,17 +255,28 @@ class Engine:
                 return StructuredDialect()
             return TextDialect()
 
+        user = self._user_simulator(config)
         return TrialDeps(
             data=self.data,
             tools=self._tools,
             open_conversation=open_conversation,
             choose_dialect=choose_dialect,
-            user=self._user_simulator(config),
+            user=user,
             judge=self._judge,
             normalize_ids=self.settings.normalize_ids,
             emit=_without_trial_finished(emit),
             turn_events=emit is not _ignore,
+            user_model=user.llm.endpoint.model if isinstance(user, LLMUserSimulator) else None,
+            prices=self.settings.llm_prices,
+            agent_usage_bounds=(
+                self.settings.agent_usage_max_tokens_per_reply,
+                self.settings.agent_usage_max_cost_per_reply,
+            ),
         )
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class AssessmentRun:

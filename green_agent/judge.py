@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from green_agent.llm import ChatLLM
+from green_agent.llm import ChatLLM, TokenUsage
 from green_agent.models import NLVerdict, TranscriptMessage
 from green_agent.white_agent.reply_parsing import json_candidates
 
@@ -26,6 +26,7 @@ class JudgeOutcome:
     judge_input: str
     """The exact messages sent to the judge, as JSON, stored with the verdicts for audit."""
     raw_reply: str
+    usage: TokenUsage = field(default_factory=TokenUsage)
 
 
 def render_transcript(transcript: Sequence[TranscriptMessage]) -> str:
@@ -54,6 +55,7 @@ class Judge:
             verdicts=normalize_verdicts(assertions, raw),
             judge_input=json.dumps(messages, ensure_ascii=False),
             raw_reply=raw,
+            usage=reply.usage,
         )
 
 

@@ -9,6 +9,7 @@ configuration mistake (401, 404, 400) that no retry will fix. Both end in `LLMEr
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -36,9 +37,27 @@ class LLMToolCall:
 
 
 @dataclass(frozen=True)
+class TokenUsage:
+    """Tokens the endpoint reported, over every response a `complete` call received (retried empty replies
+    were billed too); `calls` counts those responses."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.calls + other.calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True)
 class LLMReply:
     content: str | None
     tool_calls: tuple[LLMToolCall, ...] = ()
+    usage: TokenUsage = TokenUsage()
 
 
 @dataclass(frozen=True)
@@ -114,6 +133,7 @@ class ChatLLM:
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
 
         last_problem = ""
+        usage = TokenUsage()
         for attempt in range(self.retry.max_retries + 1):
             if attempt:
                 await asyncio.sleep(self.retry.delay(attempt - 1))
@@ -130,11 +150,12 @@ class ChatLLM:
             except openai.OpenAIError as exc:
                 last_problem = f"{type(exc).__name__}: {_short(str(exc))}"
                 continue
+            usage = usage + _usage(completion)
             reply = _to_reply(completion)
             if reply is None or (require_text and not (reply.content or "").strip() and not reply.tool_calls):
                 last_problem = "the model returned an empty reply"
                 continue
-            return reply
+            return dataclasses.replace(reply, usage=usage)
         raise LLMError(
             f"LLM {self.endpoint.model!r} at {self.endpoint.base_url or 'the OpenAI default URL'} failed: "
             f"{last_problem}"
@@ -180,6 +201,17 @@ def _to_reply(completion: Any) -> LLMReply | None:
             )
         )
     return LLMReply(content=message.content, tool_calls=tuple(calls))
+
+
+def _usage(completion: Any) -> TokenUsage:
+    """The response's `usage`, if the endpoint sent one; missing or malformed counts are 0."""
+    usage = getattr(completion, "usage", None)
+
+    def count(name: str) -> int:
+        value = getattr(usage, name, None)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+    return TokenUsage(1, count("prompt_tokens"), count("completion_tokens"))
 
 
 def _short(text: str, limit: int = 300) -> str:

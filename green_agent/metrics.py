@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from math import comb
 
 from green_agent.config import AssessmentConfig
-from green_agent.models import SIGNAL_NAMES, SIGNAL_NL, AssessmentReport, TrialResult
+from green_agent.models import (
+    SIGNAL_NAMES,
+    SIGNAL_NL,
+    AssessmentReport,
+    RunInfo,
+    TrialResult,
+    UsageReport,
+)
+from green_agent.usage import total
 
 INFRASTRUCTURE_ERROR = "infrastructure_error"
 
@@ -32,8 +40,29 @@ def pass_hat_k(successes_by_task: dict[str, list[bool]]) -> dict[int, float]:
     return {k: sum(comb(c, k) / comb(n, k) for n, c in counts) / len(counts) for k in range(1, max_k + 1)}
 
 
+def usage_report(trials: Sequence[TrialResult]) -> UsageReport:
+    """Per-party totals over every trial; the agent's mean cost only when each trial has one."""
+    user = total(t.usage.user if t.usage else None for t in trials)
+    judge = total(t.usage.judge if t.usage else None for t in trials)
+    agent = total(t.usage.agent if t.usage else None for t in trials)
+    green = total([user, judge])
+    agent_costs = [t.usage.agent.cost_usd if t.usage and t.usage.agent else None for t in trials]
+    known = [c for c in agent_costs if c is not None]
+    return UsageReport(
+        user=user,
+        judge=judge,
+        agent=agent,
+        green_cost_usd=green.cost_usd if green is not None else None,
+        agent_cost_per_trial_usd=sum(known) / len(known) if known and len(known) == len(trials) else None,
+    )
+
+
 def compute_report(
-    config: AssessmentConfig, trials: Sequence[TrialResult], time_used_s: float = 0.0
+    config: AssessmentConfig,
+    trials: Sequence[TrialResult],
+    time_used_s: float = 0.0,
+    *,
+    run_info: RunInfo | None = None,
 ) -> AssessmentReport:
     scored = [t for t in trials if t.reward is not None]
     infra = sum(1 for t in trials if t.termination_reason == INFRASTRUCTURE_ERROR)
@@ -66,4 +95,6 @@ def compute_report(
         termination_counts=dict(Counter(t.termination_reason for t in trials)),
         task_rewards={task: sum(r) / len(r) for task, r in rewards.items()},
         time_used_s=time_used_s,
+        usage=usage_report(trials),
+        run_info=run_info,
     )

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from green_agent.usage import TrialUsage, Usage
+
 SIGNAL_DB = "DB_STATE_MATCH"
 SIGNAL_NL = "NL_ASSERTION"
 SIGNAL_CLEAN_EXIT = "CLEAN_EXIT"
@@ -94,6 +96,10 @@ class TrialResult(BaseModel):
     error: str | None = None
     steps: int = 0
     num_errors: int = 0
+    usage: TrialUsage | None = Field(
+        default=None,
+        description="Tokens and cost: user simulator, judge, (self-reported) agent.",
+    )
     started_at: datetime
     finished_at: datetime
 
@@ -128,6 +134,35 @@ class TrialFinished(BaseModel):
 ProgressEvent = Annotated[TrialStarted | TurnTaken | TrialFinished, Field(discriminator="kind")]
 
 
+class UsageReport(BaseModel):
+    """Tokens and cost per party over every trial (excluded ones cost money too); cost None = unknown."""
+
+    user: Usage | None = None
+    judge: Usage | None = None
+    agent: Usage | None = Field(default=None, description="As reported by the white agent itself.")
+    green_cost_usd: float | None = Field(
+        default=None, description="User simulator + judge: what this assessment cost the operator."
+    )
+    agent_cost_per_trial_usd: float | None = Field(
+        default=None,
+        description="Mean agent cost per trial (tau2's 'cost'); only when the agent reported a cost "
+        "for every trial.",
+    )
+
+
+class RunInfo(BaseModel):
+    """What ran, for exports and submissions: the user and judge models and the prompts' fingerprints."""
+
+    user_model_name: str
+    user_model: str | None = Field(description="Model id sent to the endpoint; None for the scripted user.")
+    user_llm_args: dict[str, Any] = Field(default_factory=dict)
+    user_guidelines_sha256: str | None = Field(
+        default=None, description="sha256 of the simulator guidelines in use; None for the scripted user."
+    )
+    judge_model: str | None = None
+    judge_rubric_sha256: str | None = None
+
+
 class AssessmentReport(BaseModel):
     """Aggregate metrics of one assessment (tau2 rules: infrastructure errors excluded, pass^k per task)."""
 
@@ -144,3 +179,5 @@ class AssessmentReport(BaseModel):
     termination_counts: dict[str, int] = Field(default_factory=dict)
     task_rewards: dict[str, float] = Field(default_factory=dict)
     time_used_s: float = 0.0
+    usage: UsageReport | None = None
+    run_info: RunInfo | None = None

@@ -9,7 +9,7 @@ override a stop given in the same step. Scoring follows in `scoring.py`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from functools import partial
@@ -19,6 +19,7 @@ from a2a.types import Part
 
 from green_agent.errors import AgentError, AgentProtocolError, InfrastructureError
 from green_agent.judge import Judge
+from green_agent.llm import TokenUsage
 from green_agent.models import (
     ToolCallRecord,
     TranscriptMessage,
@@ -28,6 +29,7 @@ from green_agent.models import (
     utcnow,
 )
 from green_agent.scoring import score, unscored
+from green_agent.usage import AgentUsageMeter, ModelPrice
 from green_agent.user_simulator import GREETING, UserSimulator, is_user_stop
 from green_agent.white_agent.client import Conversation
 from green_agent.white_agent.dialect import Dialect, ToolOutcome
@@ -67,6 +69,11 @@ class TrialDeps:
     emit: EventSink
     turn_events: bool = True
     """False when nobody listens: then no `TurnTaken` is built per message."""
+    user_model: str | None = None
+    """The user simulator's model id, for pricing (None: scripted)."""
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
+    agent_usage_bounds: tuple[int, float] = (10_000_000, 100.0)
+    """Largest token count and cost (USD) a white agent may report for one reply."""
 
 
 @dataclass
@@ -77,6 +84,8 @@ class TrialState:
     num_errors: int = 0
     error: str | None = None
     db_hash: str | None = None
+    user_tokens: TokenUsage | None = None
+    agent_usage: AgentUsageMeter | None = None
 
 
 class EventHandlerFailed(Exception):
@@ -102,10 +111,12 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
         reason = TerminationReason.INFRASTRUCTURE_ERROR
         state.error = f"internal error: {type(exc).__name__}: {exc}"
     try:
-        result = await score(spec, deps.data, deps.judge, state, reason, started)
+        result = await score(spec, deps, state, reason, started)
     except Exception as exc:  # a scoring bug must not take the other trials down either
         log.exception("scoring trial %s/%s crashed", spec.task.id, spec.trial)
-        result = unscored(spec, state, started, f"internal error while scoring: {type(exc).__name__}: {exc}")
+        result = unscored(
+            spec, deps, state, started, f"internal error while scoring: {type(exc).__name__}: {exc}"
+        )
     await deps.emit(TrialFinished(result=result))
     return result
 
@@ -136,6 +147,7 @@ class _Loop:
         self.dialect = deps.choose_dialect(conversation)
         conversation.metadata[TRIAL_SEED_KEY] = spec.seed  # upstream gives the agent's LLM the trial seed too
         self.user = deps.user.session(spec.task, spec.seed)
+        self.agent_usage = state.agent_usage = AgentUsageMeter(*deps.agent_usage_bounds)
 
     async def record(self, role: Any, content: str | None, **extra: Any) -> None:
         message = TranscriptMessage(index=len(self.state.transcript), role=role, content=content, **extra)
@@ -157,7 +169,10 @@ class _Loop:
         return pending
 
     async def user_says(self, agent_text: str) -> tuple[str, TerminationReason | None]:
-        text = await self.user.reply(agent_text)
+        try:
+            text = await self.user.reply(agent_text)
+        finally:
+            self.state.user_tokens = self.user.usage
         await self.record("user", text)
         return text, self.after_step(TerminationReason.USER_STOP if is_user_stop(text) else None)
 
@@ -172,8 +187,12 @@ class _Loop:
             self.dialect.opening, policy=self.deps.data.policy, tools=self.deps.tools, user_text=user_text
         )
         while True:
-            reply = self.dialect.parse(await self.conversation.send(compose()))
+            answer = await self.conversation.send(compose())
             position = len(self.state.transcript)
+            usage_warnings = self.agent_usage.add(answer.metadata)
+            self.state.warnings.extend(f"message {position}: {w}" for w in usage_warnings)
+            reply = self.dialect.parse(answer)
+            del answer
             self.state.warnings.extend(f"message {position}: {w}" for w in reply.warnings)
             text = reply.text or ""
             if not reply.calls and not text.strip():

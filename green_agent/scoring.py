@@ -9,11 +9,12 @@ trial of such a task has no reward (`nl_status="not_judged"`) and is excluded fr
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from green_agent.errors import InfrastructureError
-from green_agent.judge import Judge
+from green_agent.llm import TokenUsage
 from green_agent.metrics import is_success
 from green_agent.models import (
     SIGNAL_ACTION,
@@ -26,8 +27,10 @@ from green_agent.models import (
     TrialResult,
     utcnow,
 )
+from green_agent.usage import TrialUsage, Usage, priced
 from retail_domain import (
-    RetailData,
+    ActionCheck,
+    CommunicateCheck,
     Task,
     TerminationReason,
     ToolCall,
@@ -39,7 +42,7 @@ from retail_domain import (
 )
 
 if TYPE_CHECKING:
-    from green_agent.orchestrator import TrialSpec, TrialState
+    from green_agent.orchestrator import TrialDeps, TrialSpec, TrialState
 
 
 NLStatus = Literal["not_required", "judged", "not_judged"]
@@ -50,22 +53,18 @@ class _Judgement:
     status: NLStatus = "not_required"
     verdicts: list[NLVerdict] = dataclasses.field(default_factory=list)
     judge_input: str | None = None
+    tokens: TokenUsage | None = None
 
 
 async def score(
-    spec: TrialSpec,
-    data: RetailData,
-    judge: Judge | None,
-    state: TrialState,
-    reason: TerminationReason,
-    started: datetime,
+    spec: TrialSpec, deps: TrialDeps, state: TrialState, reason: TerminationReason, started: datetime
 ) -> TrialResult:
-    task = spec.task
+    task, data, judge = spec.task, deps.data, deps.judge
     judgement = _Judgement(status="not_judged" if task.judged else "not_required")
     if task.judged and judge is not None and is_clean_exit(reason):
         try:
             outcome = await judge.judge(task.nl_assertions, state.transcript)
-            judgement = _Judgement("judged", outcome.verdicts, outcome.judge_input)
+            judgement = _Judgement("judged", outcome.verdicts, outcome.judge_input, outcome.usage)
         except InfrastructureError as exc:
             reason, state.error = TerminationReason.INFRASTRUCTURE_ERROR, f"judge failed: {exc}"
 
@@ -101,24 +100,7 @@ async def score(
             else "no final DB",
         ),
         _nl_signal(task, judgement, nl_rate),
-        Signal(
-            name=SIGNAL_CLEAN_EXIT,
-            passed=is_clean_exit(reason),
-            counts=True,
-            detail=f"ended with {reason}",
-        ),
-        Signal(
-            name=SIGNAL_ACTION,
-            passed=all(a.matched for a in actions),
-            counts=False,
-            detail=f"{sum(a.matched for a in actions)}/{len(actions)} gold actions matched (diagnostic)",
-        ),
-        Signal(
-            name=SIGNAL_COMMUNICATE,
-            passed=all(c.met for c in communicate),
-            counts=False,
-            detail=f"{sum(c.met for c in communicate)}/{len(communicate)} required facts said (diagnostic)",
-        ),
+        *exit_and_diagnostic_signals(task, reason, actions, communicate),
     ]
     return TrialResult(
         task_id=task.id,
@@ -141,9 +123,51 @@ async def score(
         error=state.error,
         steps=state.steps,
         num_errors=state.num_errors,
+        usage=trial_usage(deps, state, judgement.tokens),
         started_at=started,
         finished_at=utcnow(),
     )
+
+
+def trial_usage(deps: TrialDeps, state: TrialState, judge_tokens: TokenUsage | None = None) -> TrialUsage:
+    """The trial's tokens per party, priced with the operator's prices (unknown model: cost None)."""
+
+    def metered(model: str | None, tokens: TokenUsage | None) -> Usage | None:
+        if model is None or tokens is None or not tokens.calls:
+            return None
+        return priced(model, tokens.calls, tokens.prompt_tokens, tokens.completion_tokens, deps.prices)
+
+    judge_model = deps.judge.llm.endpoint.model if deps.judge is not None else None
+    return TrialUsage(
+        user=metered(deps.user_model, state.user_tokens),
+        judge=metered(judge_model, judge_tokens),
+        agent=state.agent_usage.usage() if state.agent_usage is not None else None,
+    )
+
+
+def exit_and_diagnostic_signals(
+    task: Task, reason: str, actions: Sequence[ActionCheck], communicate: Sequence[CommunicateCheck]
+) -> list[Signal]:
+    """CLEAN_EXIT, ACTION_MATCH and COMMUNICATE (counted only where the task's basis names it: v0 tasks)."""
+    said_counts = "COMMUNICATE" in task.reward_basis
+    return [
+        Signal(
+            name=SIGNAL_CLEAN_EXIT, passed=is_clean_exit(reason), counts=True, detail=f"ended with {reason}"
+        ),
+        Signal(
+            name=SIGNAL_ACTION,
+            passed=all(a.matched for a in actions),
+            counts=False,
+            detail=f"{sum(a.matched for a in actions)}/{len(actions)} gold actions matched (diagnostic)",
+        ),
+        Signal(
+            name=SIGNAL_COMMUNICATE,
+            passed=all(c.met for c in communicate),
+            counts=said_counts,
+            detail=f"{sum(c.met for c in communicate)}/{len(communicate)} required facts said"
+            + ("" if said_counts else " (diagnostic)"),
+        ),
+    ]
 
 
 def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:
@@ -158,7 +182,9 @@ def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:
     return Signal(name=SIGNAL_NL, passed=True, counts=counts, detail="no assertions to judge for this task")
 
 
-def unscored(spec: TrialSpec, state: TrialState, started: datetime, error: str) -> TrialResult:
+def unscored(
+    spec: TrialSpec, deps: TrialDeps, state: TrialState, started: datetime, error: str
+) -> TrialResult:
     """The result of a trial that could not be scored: an infrastructure error, excluded from the metrics."""
     return TrialResult(
         task_id=spec.task.id,
@@ -172,6 +198,7 @@ def unscored(spec: TrialSpec, state: TrialState, started: datetime, error: str) 
         error=error,
         steps=state.steps,
         num_errors=state.num_errors,
+        usage=trial_usage(deps, state),
         db_actual_hash=state.db_hash,
         started_at=started,
         finished_at=utcnow(),

@@ -10,7 +10,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from green_agent.llm import ChatLLM
+from green_agent.llm import ChatLLM, TokenUsage
 from retail_domain import Task
 
 GREETING = "Hi! How can I help you today?"
@@ -25,6 +25,9 @@ def is_user_stop(text: str) -> bool:
 
 
 class UserSession(Protocol):
+    usage: TokenUsage | None
+    """Tokens used so far (None: no LLM behind this customer)."""
+
     async def reply(self, agent_text: str) -> str:
         """The customer's answer to the agent's latest text message; raises `LLMError` if the LLM fails."""
         ...
@@ -58,11 +61,13 @@ class LLMUserSession:
     llm: ChatLLM
     seed: int
     messages: list[dict[str, Any]] = field(default_factory=list)
+    usage: TokenUsage | None = field(default_factory=TokenUsage)
 
     async def reply(self, agent_text: str) -> str:
         # Roles are flipped: to the customer-LLM, the agent is the "user" and its own lines are "assistant".
         self.messages.append({"role": "user", "content": agent_text})
         answer = await self.llm.complete(self.messages, seed=self.seed, temperature=0.0)
+        self.usage = (self.usage or TokenUsage()) + answer.usage
         text = answer.content or ""
         self.messages.append({"role": "assistant", "content": text})
         return text
@@ -91,6 +96,7 @@ class ScriptedUserSession:
     task_id: str
     delay_s: float = 0.0
     turns: int = 0
+    usage: TokenUsage | None = None
 
     async def reply(self, agent_text: str) -> str:
         if self.delay_s:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
+from collections.abc import Mapping
+from typing import Any
 
 from .data import DataSource, locate_data, read_verified
 from .environment import RetailEnvironment
@@ -23,12 +26,14 @@ class RetailData:
         policy: str,
         tasks: dict[str, Task],
         splits: dict[str, tuple[str, ...]],
+        task_documents: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.source = source
         self.base = base
         self.policy = policy
         self.tasks = tasks
         self.splits = splits
+        self._task_documents = dict(task_documents or {})
         self._gold: dict[str, GoldOutcome] = {}
         self._gold_lock = threading.Lock()
 
@@ -46,6 +51,11 @@ class RetailData:
             raise KeyError(
                 f"unknown retail task id {task_id!r} (ids are '0'..'{len(self.tasks) - 1}')"
             ) from None
+
+    def task_document(self, task_id: str) -> dict[str, Any]:
+        """The task exactly as tasks.json holds it (a deep copy), e.g. to embed in a tau2 results file."""
+        self.task(task_id)
+        return copy.deepcopy(dict(self._task_documents[str(task_id)]))
 
     def gold(self, task_id: str) -> GoldOutcome:
         """The task's gold replay, computed once per process."""
@@ -86,6 +96,7 @@ def load_retail_data(data_dir: str | os.PathLike[str] | None = None) -> RetailDa
             policy=raw.policy,
             tasks=tasks,
             splits=parse_splits(raw.splits, tasks),
+            task_documents={str(item["id"]): item for item in raw.tasks},
         )
         _cache[key] = data
         return data

@@ -71,7 +71,7 @@ class AssessmentRow(Base):
     agent_url: Mapped[str] = mapped_column(String(2048), index=True)
     config: Mapped[dict[str, Any]]
     source: Mapped[str] = mapped_column(
-        String(8), doc="rest, a2a or cli: the door the assessment came in by."
+        String(8), doc="rest, a2a, cli or import: the door the assessment came in by."
     )
     idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
     request_hash: Mapped[str | None] = mapped_column(String(64))

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, HTTPException, Query, Response, status
+from fastapi.responses import JSONResponse
 
 from api.a2a.result import result_data
 from api.db.repository import IdempotencyConflict
-from api.deps import RepositoryDep, ServiceDep
+from api.deps import RepositoryDep, RuntimeDep, ServiceDep
 from api.schemas import AssessmentPublic, AssessmentsPage, LeaderboardResult
+from api.tau2_interop import NotExportable, export_document
 from green_agent.config import AssessmentConfig, ConfigError
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])
@@ -111,4 +113,30 @@ async def leaderboard_result(assessment_id: str, service: ServiceDep) -> Leaderb
         )
     return LeaderboardResult(
         participants={"agent": record.agent_url}, results=[result_data(record, record.report)]
+    )
+
+
+@router.get(
+    "/{assessment_id}/export",
+    summary="The assessment as a tau2-bench v1.0.x results file",
+    response_class=JSONResponse,
+    responses={
+        200: {"description": "A tau2 `Results` document (info, tasks, simulations), as a JSON attachment."},
+        409: {"description": "The assessment has no report yet."},
+    },
+)
+async def export_assessment(
+    assessment_id: str,
+    runtime: RuntimeDep,
+    format_: Annotated[Literal["tau2"], Query(alias="format", description="The file format.")] = "tau2",
+) -> JSONResponse:
+    """Readable by `tau2 view`; `green-agent rescore` re-scores it. Fields this service has no data for (per
+    message cost, raw LLM output) are left out."""
+    try:
+        document = await export_document(runtime, assessment_id)
+    except NotExportable as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    return JSONResponse(
+        document,
+        headers={"Content-Disposition": f'attachment; filename="{assessment_id}_retail_tau2.json"'},
     )

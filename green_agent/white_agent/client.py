@@ -25,6 +25,7 @@ from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import AgentCard, GetTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState
 from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import A2AError
+from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
 
 from green_agent.errors import AgentError, AgentProtocolError, AgentTimeoutError, AgentUnreachableError
 
@@ -43,6 +44,8 @@ class AgentReply:
 
     text: str
     data: tuple[Any, ...] = ()
+    metadata: dict[str, Any] | None = None
+    """The answer message's A2A metadata (e.g. the agent's self-reported usage), as plain JSON values."""
 
 
 @dataclass(frozen=True)
@@ -261,7 +264,7 @@ class Conversation:
             raise AgentProtocolError("the agent sent no response")
         if final.HasField("message"):
             self._open_task_id = None
-            return _reply_from_parts(list(final.message.parts))
+            return _reply_from_parts(list(final.message.parts), final.message)
         if final.HasField("task"):
             return await self._reply_from_task(final.task)
         raise AgentProtocolError("the agent's response held neither a message nor a task")
@@ -285,15 +288,19 @@ class Conversation:
             if key not in self._seen_artifacts:
                 self._seen_artifacts.add(key)
                 new_parts.extend(artifact.parts)
-        reply = _reply_from_parts(new_parts)
+        status_message = task.status.message if task.status.HasField("message") else None
+        reply = _reply_from_parts(new_parts, status_message)
         if reply.text or reply.data:
             return reply
-        return _reply_from_parts(status_parts)
+        return _reply_from_parts(status_parts, status_message)
 
 
-def _reply_from_parts(parts: list[Part]) -> AgentReply:
+def _reply_from_parts(parts: list[Part], message: Message | None = None) -> AgentReply:
     text = "\n".join(t for t in get_text_parts(parts) if t)
-    return AgentReply(text=text, data=tuple(get_data_parts(parts)))
+    metadata = (
+        MessageToDict(message.metadata) if message is not None and message.HasField("metadata") else None
+    )
+    return AgentReply(text=text, data=tuple(get_data_parts(parts)), metadata=metadata)
 
 
 def _never_delivered(exc: BaseException | None) -> bool:

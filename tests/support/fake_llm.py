@@ -29,6 +29,9 @@ class FakeReply:
     content: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     status: int = 200
+    prompt_tokens: int = 100
+    completion_tokens: int = 20
+    """Reported as the response's `usage` (fixed numbers, so tests can check the cost arithmetic)."""
 
 
 Responder = Callable[[dict[str, Any]], FakeReply]
@@ -63,7 +66,11 @@ class FakeLLM:
                 "created": int(time.time()),
                 "model": body.get("model", "fake"),
                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                "usage": {
+                    "prompt_tokens": reply.prompt_tokens,
+                    "completion_tokens": reply.completion_tokens,
+                    "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+                },
             }
         )
 

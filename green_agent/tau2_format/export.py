@@ -1,0 +1,234 @@
+"""An assessment as a tau2-bench v1.0.x results file (`Results`: info, tasks, simulations), so `tau2 view`
+reads it and `tau2 submit prepare/validate` accept it.
+
+Written from reading upstream's data model (src/tau2/data_model/simulation.py and message.py at v1.0.1);
+the field names and shapes are theirs, the code is ours. Where this service has no counterpart for an
+optional tau2 field (per-message cost and raw LLM data, reviews, ticks), the field is left out, never
+invented. Required fields without a counterpart are filled with what is closest and true (see
+`git_commit`, `agent_info`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import metadata
+from typing import Any
+
+from green_agent.config import AssessmentConfig
+from green_agent.models import AssessmentReport, TrialResult
+from retail_domain import READ_TOOLS, WRITE_TOOLS, RetailData, Task, is_clean_exit
+
+TAU2_VERSION = "1.0.1"
+"""The tau2-bench release whose results format and scoring this service follows."""
+
+AGENT_IMPLEMENTATION = "remote_a2a_agent"
+"""`info.agent_info.implementation`: the agent is whatever answers at the assessed A2A URL."""
+
+# Our termination reasons that tau2 does not have, mapped to its closest one (both score 0).
+_TERMINATION = {"internal_error": "unexpected_error"}
+
+_SIMULATION_NAMESPACE = uuid.UUID("5f1f5a4e-58c8-4a43-9c43-0c9e2f7b3b20")
+
+
+@dataclass(frozen=True)
+class ExportSource:
+    """What an export needs from one stored assessment."""
+
+    assessment_id: str
+    created_at: datetime
+    agent_url: str
+    config: AssessmentConfig
+    report: AssessmentReport | None
+    trials: Sequence[TrialResult]
+    user_guidelines: str | None = None
+    """The simulator guidelines text, only when it is known to be the one the assessment used."""
+    agent_model: str | None = None
+    """The agent's model as its owner declares it (submissions); None = unknown."""
+
+
+def simulation_id(assessment_id: str, task_id: str, trial: int) -> str:
+    """A stable id per trial, so a re-export names the same simulations the same way."""
+    return str(uuid.uuid5(_SIMULATION_NAMESPACE, f"{assessment_id}/{task_id}/{trial}"))
+
+
+def tau2_results(source: ExportSource, data: RetailData) -> dict[str, Any]:
+    """The whole results document (JSON-ready), simulations in trial-major, tasks.json order."""
+    config = source.config
+    task_ids = sorted({t.task_id for t in source.trials}, key=_task_order(data))
+    order = _task_order(data)
+    trials = sorted(source.trials, key=lambda t: (t.trial, order(t.task_id)))
+    run = source.report.run_info if source.report is not None else None
+    user_info: dict[str, Any] = {
+        "implementation": "user_simulator" if run is None or run.user_model else "scripted_user",
+        "llm": run.user_model if run else None,
+        "llm_args": dict(run.user_llm_args) if run and run.user_model else None,
+    }
+    if source.user_guidelines is not None:
+        user_info["global_simulation_guidelines"] = source.user_guidelines
+    return {
+        "timestamp": source.created_at.isoformat(),
+        "info": {
+            "git_commit": f"tau2-retail-green-agent {_our_version()} (tau2 {TAU2_VERSION} semantics)",
+            "num_trials": config.trials,
+            "max_steps": config.max_steps,
+            "max_errors": config.max_errors,
+            "user_info": user_info,
+            "agent_info": {
+                "implementation": AGENT_IMPLEMENTATION,
+                "llm": source.agent_model,
+                "llm_args": None,
+            },
+            "environment_info": {"domain_name": "retail", "policy": data.policy, "tool_defs": None},
+            "seed": config.seed,
+        },
+        "tasks": [data.task_document(task_id) for task_id in task_ids],
+        "simulations": [
+            simulation(trial, data.task(trial.task_id), source.assessment_id) for trial in trials
+        ],
+    }
+
+
+def simulation(trial: TrialResult, task: Task, assessment_id: str) -> dict[str, Any]:
+    usage = trial.usage
+    return {
+        "id": simulation_id(assessment_id, trial.task_id, trial.trial),
+        "task_id": trial.task_id,
+        "timestamp": trial.finished_at.isoformat(),
+        "start_time": trial.started_at.isoformat(),
+        "end_time": trial.finished_at.isoformat(),
+        "duration": (trial.finished_at - trial.started_at).total_seconds(),
+        "termination_reason": _TERMINATION.get(trial.termination_reason, trial.termination_reason),
+        "agent_cost": usage.agent.cost_usd if usage and usage.agent else None,
+        "user_cost": usage.user.cost_usd if usage and usage.user else None,
+        "reward_info": reward_info(trial, task),
+        "messages": messages(trial),
+        "trial": trial.trial,
+        "seed": trial.seed,
+        "mode": "half_duplex",
+    }
+
+
+def messages(trial: TrialResult) -> list[dict[str, Any]]:
+    """The transcript in tau2's message form: assistant/user messages with tool calls, tool messages."""
+    out: list[dict[str, Any]] = []
+    for turn, message in enumerate(trial.transcript):
+        timestamp = message.timestamp.isoformat()
+        if message.role == "tool":
+            out.append(
+                {
+                    "id": message.tool_call_id or "",
+                    "role": "tool",
+                    "content": message.content,
+                    "requestor": "assistant",
+                    "error": message.error,
+                    "turn_idx": turn,
+                    "timestamp": timestamp,
+                }
+            )
+            continue
+        calls = (
+            [
+                {"id": c.id, "name": c.name, "arguments": c.arguments, "requestor": "assistant"}
+                for c in message.tool_calls
+            ]
+            if message.tool_calls
+            else None
+        )
+        out.append(
+            {
+                "role": message.role,
+                "content": message.content,
+                "tool_calls": calls,
+                "turn_idx": turn,
+                "timestamp": timestamp,
+            }
+        )
+    return out
+
+
+def reward_info(trial: TrialResult, task: Task) -> dict[str, Any] | None:
+    """tau2's RewardInfo; None for a trial without a reward (excluded), as tau2 has it for infra errors."""
+    if trial.reward is None:
+        return None
+    if not is_clean_exit(trial.termination_reason):
+        # tau2 runs no check after a premature end: reward 0, no basis, a note saying why.
+        return {
+            "reward": 0.0,
+            "reward_basis": None,
+            "info": {"note": f"no checks: the simulation ended with {trial.termination_reason}"},
+        }
+    db_match = trial.db_actual_hash is not None and trial.db_actual_hash == trial.db_expected_hash
+    nl = [
+        {"nl_assertion": v.assertion, "met": v.passed, "justification": v.reason} for v in trial.nl_verdicts
+    ]
+    breakdown: dict[str, float] = {}
+    for kind in task.reward_basis:
+        if kind == "DB":
+            breakdown[kind] = 1.0 if db_match else 0.0
+        elif kind == "NL_ASSERTION":
+            breakdown[kind] = 1.0 if all(v.passed for v in trial.nl_verdicts) else 0.0
+        elif kind == "COMMUNICATE":
+            breakdown[kind] = 1.0 if all(c.get("met") for c in trial.communicate_checks) else 0.0
+    return {
+        "reward": trial.reward,
+        "db_check": {"db_match": db_match, "db_reward": 1.0 if db_match else 0.0},
+        "env_assertions": None,
+        "action_checks": _action_checks(trial, task),
+        "nl_assertions": nl if trial.nl_status == "judged" else None,
+        "communicate_checks": [
+            {
+                "info": c["info"],
+                "met": c["met"],
+                "justification": "said in an assistant message"
+                if c["met"]
+                else "not said in any assistant message",
+            }
+            for c in trial.communicate_checks
+        ],
+        "reward_basis": list(task.reward_basis),
+        "reward_breakdown": breakdown,
+        "info": None,
+    }
+
+
+def _action_checks(trial: TrialResult, task: Task) -> list[dict[str, Any]]:
+    matched = {c["action_id"]: bool(c["matched"]) for c in trial.action_checks}
+    return [
+        {
+            "action": {
+                "action_id": action.action_id,
+                "requestor": action.requestor,
+                "name": action.name,
+                "arguments": action.arguments,
+                "info": None,
+                "compare_args": list(action.compare_args) if action.compare_args is not None else None,
+            },
+            "action_match": matched.get(action.action_id, False),
+            "action_reward": 1.0 if matched.get(action.action_id, False) else 0.0,
+            "tool_type": _tool_type(action.name),
+        }
+        for action in task.gold_actions
+    ]
+
+
+def _tool_type(name: str) -> str:
+    if name in WRITE_TOOLS:
+        return "write"
+    if name in READ_TOOLS:
+        return "read"
+    return "generic"
+
+
+def _task_order(data: RetailData) -> Any:
+    position = {task_id: i for i, task_id in enumerate(data.tasks)}
+    return lambda task_id: position.get(task_id, len(position))
+
+
+def _our_version() -> str:
+    try:
+        return metadata.version("tau2-retail-green-agent")
+    except metadata.PackageNotFoundError:  # running from a source tree without an install
+        return "unknown"

@@ -1,0 +1,170 @@
+"""`green-agent rescore`: re-score a tau2 results file (v0.x or v1.0.x) and measure agreement with the
+verdicts it stores, per simulation and in total. The replay and checks are retail_domain's
+(`retail_domain.rescore`); this module adds the NL judge (if one is configured) and the summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from green_agent.errors import InfrastructureError
+from green_agent.judge import Judge
+from green_agent.models import TrialResult
+from green_agent.tau2_format.importing import imported_trial, transcript
+from retail_domain import RetailData
+from retail_domain.rescore import Rescorer, SimulationRescore
+from retail_domain.tasks import parse_task
+
+
+class InvalidResultsFile(ValueError):
+    """The document is not a tau2 results file; the message says what is missing."""
+
+
+class SimulationAgreement(BaseModel):
+    simulation_id: str
+    task_id: str
+    trial: int | None
+    termination_reason: str
+    stored_reward: float | None
+    reward: float | None = Field(description="Recomputed; None when it cannot be (assertions not judged).")
+    reward_agrees: bool | None
+    db_match: bool | None
+    db_agrees: bool | None
+    actions_agree: bool | None
+    communicate_agrees: bool | None
+    replay_mismatches: int
+    nl_judged: bool = False
+    note: str | None = None
+
+
+class AgreementTotals(BaseModel):
+    simulations: int = Field(description="Simulations in the file.")
+    excluded: int = Field(description="Without a stored verdict (infrastructure errors); not re-scored.")
+    rewards_compared: int
+    rewards_agree: int
+    rewards_unknown: int = Field(description="Reward not recomputable here (NL assertions not judged).")
+    db_compared: int
+    db_agree: int
+    actions_compared: int
+    actions_agree: int
+    communicate_compared: int
+    communicate_agree: int
+    replay_mismatches: int
+
+    @property
+    def reward_agreement(self) -> float | None:
+        return self.rewards_agree / self.rewards_compared if self.rewards_compared else None
+
+
+class RescoreReport(BaseModel):
+    tasks_in_file: int
+    judge_model: str | None
+    num_trials: int = Field(description="Trials per task, as the file's info states (1 if it does not).")
+    totals: AgreementTotals
+    simulations: list[SimulationAgreement]
+    trials: list[TrialResult] = Field(
+        default_factory=list, exclude=True, description="The re-scored simulations as trials (for --store)."
+    )
+
+
+async def rescore_document(document: Any, data: RetailData, judge: Judge | None = None) -> RescoreReport:
+    if not isinstance(document, dict) or not isinstance(document.get("simulations"), list):
+        raise InvalidResultsFile("not a tau2 results file: expected an object with a 'simulations' list")
+    try:
+        file_tasks = [parse_task(raw) for raw in document.get("tasks") or ()]
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise InvalidResultsFile(f"a task in the file's 'tasks' list is malformed ({exc!r})") from None
+    rescorer = Rescorer(data, file_tasks)
+    rows: list[SimulationAgreement] = []
+    trials: list[TrialResult] = []
+    excluded = 0
+    for position, simulation in enumerate(document["simulations"]):
+        if not isinstance(simulation, dict):
+            raise InvalidResultsFile(f"simulation {position} is not an object")
+        try:
+            outcome = rescorer.rescore(simulation)
+        except (AttributeError, TypeError, ValueError) as exc:
+            # A file from elsewhere may hold anything: say which simulation, never crash with a traceback.
+            raise InvalidResultsFile(
+                f"simulation {position} is malformed ({type(exc).__name__}: {exc})"
+            ) from None
+        if outcome is None:
+            excluded += 1
+            continue
+        verdicts, problem = None, None
+        if outcome.nl_pending and judge is not None:
+            try:
+                verdicts = (await judge.judge(outcome.nl_pending, transcript(simulation))).verdicts
+            except InfrastructureError as exc:  # the reward stays unknown; the other simulations go on
+                problem = f"the judge failed, NL assertions not judged: {exc}"
+            else:
+                outcome = rescorer.rescore(simulation, [v.passed for v in verdicts])
+                assert outcome is not None
+        rows.append(_row(outcome, verdicts is not None, problem))
+        task = rescorer.task(outcome.task_id)
+        if task is not None:
+            trials.append(imported_trial(simulation, outcome, task, verdicts))
+    info = document.get("info")
+    num_trials = info.get("num_trials") if isinstance(info, dict) else None
+    return RescoreReport(
+        tasks_in_file=len(file_tasks),
+        judge_model=judge.llm.endpoint.model if judge is not None else None,
+        num_trials=num_trials if isinstance(num_trials, int) and num_trials > 0 else 1,
+        totals=_totals(rows, len(document["simulations"]), excluded),
+        simulations=rows,
+        trials=trials,
+    )
+
+
+def _row(outcome: SimulationRescore, judged: bool, problem: str | None) -> SimulationAgreement:
+    return SimulationAgreement(
+        simulation_id=outcome.simulation_id,
+        task_id=outcome.task_id,
+        trial=outcome.trial,
+        termination_reason=outcome.termination_reason,
+        stored_reward=outcome.reward.stored,
+        reward=outcome.reward.recomputed,
+        reward_agrees=outcome.reward.agrees,
+        db_match=outcome.db_match.recomputed,
+        db_agrees=outcome.db_match.agrees,
+        actions_agree=outcome.action_matches.agrees,
+        communicate_agrees=outcome.communicate_met.agrees,
+        replay_mismatches=outcome.replay_mismatches,
+        nl_judged=judged,
+        note=problem
+        or outcome.note
+        or (
+            f"{len(outcome.nl_pending)} NL assertion(s) not judged (no judge configured)"
+            if outcome.nl_pending
+            else None
+        ),
+    )
+
+
+def _totals(rows: list[SimulationAgreement], simulations: int, excluded: int) -> AgreementTotals:
+    def count(values: list[bool | None]) -> tuple[int, int]:
+        compared = [v for v in values if v is not None]
+        return len(compared), sum(compared)
+
+    rewards = count([r.reward_agrees for r in rows])
+    db = count([r.db_agrees for r in rows])
+    actions = count([r.actions_agree for r in rows])
+    said = count([r.communicate_agrees for r in rows])
+    return AgreementTotals(
+        simulations=simulations,
+        excluded=excluded,
+        rewards_compared=rewards[0],
+        rewards_agree=rewards[1],
+        rewards_unknown=sum(1 for r in rows if r.reward is None),
+        db_compared=db[0],
+        db_agree=db[1],
+        actions_compared=actions[0],
+        actions_agree=actions[1],
+        communicate_compared=said[0],
+        communicate_agree=said[1],
+        replay_mismatches=sum(r.replay_mismatches for r in rows),
+    )
+
+
+__all__ = ["InvalidResultsFile", "RescoreReport", "rescore_document"]
