@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import procrastinate
 from procrastinate import JobContext, RetryDecision
@@ -30,6 +31,7 @@ from procrastinate.exceptions import ConnectorException
 from procrastinate.jobs import Job, Status
 from procrastinate.retry import BaseRetryStrategy
 from procrastinate.testing import InMemoryConnector
+from procrastinate.utils import utcnow
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 
@@ -81,8 +83,31 @@ class TrialRetry(BaseRetryStrategy):
 
 
 class LocalConnector(InMemoryConnector):
-    """procrastinate's in-memory queue (one process, SQLite), waking the worker when a job ends, as the
-    PostgreSQL trigger of our migrations does: the next job of the same lock lane may start now."""
+    """procrastinate's in-memory queue (one process, SQLite), with two changes: the worker is woken when a
+    job ends, as the PostgreSQL trigger of our migrations does (the next job of that lock lane may start
+    now); and taking a job costs one pass over the queue (the original recomputes the busy locks for every
+    waiting job: quadratic, seconds of CPU for one assessment of 456 trials)."""
+
+    async def fetch_job_one(self, queues: Iterable[str] | None, worker_id: int) -> dict[str, Any]:
+        assert worker_id in self.workers, f"worker {worker_id} is not registered"
+        wanted = set(queues) if queues is not None else None
+        busy = {job["lock"] for job in self.jobs.values() if job["status"] == "doing"} - {None}
+        now = utcnow()
+        candidates = (
+            job
+            for job in self.jobs.values()
+            if job["status"] == "todo"
+            and (wanted is None or job["queue_name"] in wanted)
+            and (not job["scheduled_at"] or job["scheduled_at"] <= now)
+            and job["lock"] not in busy
+        )
+        job = min(candidates, key=lambda job: (-job["priority"], job["id"]), default=None)
+        if job is None:
+            return {"id": None}
+        job["status"] = "doing"
+        job["worker_id"] = worker_id
+        self.events[job["id"]].append({"type": "started", "at": now})
+        return job
 
     async def finish_job_run(self, job_id: int, status: str, delete_job: bool) -> None:
         queue = self.jobs[job_id]["queue_name"]

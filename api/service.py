@@ -267,7 +267,7 @@ class AssessmentService:
         record = await self.repository.get(assessment_id)
         if record is None or record.finished:
             return
-        if (task_id, trial) in set(await self.repository.trial_keys(assessment_id)):
+        if await self.repository.trial_stored(assessment_id, task_id, trial):
             # Stored by an earlier run of this job whose worker died before acknowledging it.
             await self._finish_if_done(assessment_id)
             return

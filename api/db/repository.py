@@ -417,7 +417,7 @@ class AssessmentRepository:
         except IntegrityError:
             # Only the unique (assessment, task, trial) constraint means "already stored"; any other
             # violation (e.g. an unknown assessment) is a real failure and must not pass as a duplicate.
-            if await self._trial_stored(assessment_id, result.task_id, result.trial):
+            if await self.trial_stored(assessment_id, result.task_id, result.trial):
                 return None
             raise
         return int(done)
@@ -430,7 +430,7 @@ class AssessmentRepository:
             )
             return [(task_id, trial) for task_id, trial in rows]
 
-    async def _trial_stored(self, assessment_id: str, task_id: str, trial: int) -> bool:
+    async def trial_stored(self, assessment_id: str, task_id: str, trial: int) -> bool:
         async with self._engine.connect() as connection:
             found = await connection.execute(
                 select(_TRIALS.c.id).where(
