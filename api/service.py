@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from procrastinate import JobContext
-from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.exceptions import AlreadyEnqueued, JobAborted
 from procrastinate.job_context import AbortReason
 from sqlalchemy.exc import InterfaceError, OperationalError
 
@@ -276,7 +276,8 @@ class AssessmentService:
             result = await opened.run.run_trial(task_id, trial)
         except asyncio.CancelledError:
             if context.abort_reason() == AbortReason.USER_REQUEST:
-                return  # cancelled on request: the assessment is already marked
+                # Cancelled on request (the assessment is already marked): the job ends `aborted`, not retried.
+                raise JobAborted(f"assessment {assessment_id} was cancelled") from None
             raise  # the worker is shutting down: the job goes back to the queue
         except Exception as exc:  # a bug of ours: the assessment ends visibly rather than hanging
             logger.exception("trial %s/%s of assessment %s crashed", task_id, trial, assessment_id)

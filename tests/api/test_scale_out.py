@@ -184,3 +184,50 @@ async def test_two_serve_replicas_never_run_a_trial_twice(
     assert sum(runs) == 60 and min(runs) > 0, runs
     stored = await stored_trial_counts(pg_database, assessment_id)
     assert len(stored) == 60 and set(stored.values()) == {1}
+
+
+async def jobs_by_status(database_url: str) -> dict[str, int]:
+    engine = create_engine(database_url)
+    try:
+        async with engine.connect() as connection:
+            rows = await connection.execute(
+                text("SELECT status::text, count(*) FROM procrastinate_jobs GROUP BY status")
+            )
+            return {status: int(count) for status, count in rows}
+    finally:
+        await engine.dispose()
+
+
+async def test_cancel_on_the_api_stops_trials_running_in_a_worker_process(
+    pg_database: str, idle_url: str, tmp_path: Path
+) -> None:
+    api = GreenProcess(
+        pg_database, free_port(), tmp_path / "api.log", env={"GREEN_AGENT_WORKER_ENABLED": "false"}
+    )
+    worker = GreenProcess(pg_database, 0, tmp_path / "worker.log", command=["worker"], env=FAST_FAILOVER)
+    config = {"agent_url": idle_url, "tasks": {"num_tasks": 5}, "trials": 1, "concurrency": 2}
+    try:
+        api.start()
+        await api.wait_ready()
+        worker.start()
+        async with httpx.AsyncClient(base_url=api.url, timeout=30) as client:
+            assessment_id = (await client.post("/assessments", json=config)).json()["id"]
+            for _ in range(300):  # the worker has taken two trials, which wait on the idle agent
+                if (await jobs_by_status(pg_database)).get("doing") == 2:
+                    break
+                await asyncio.sleep(0.1)
+            assert await jobs_by_status(pg_database) == {"doing": 2, "todo": 3}
+            cancelled = (await client.post(f"/assessments/{assessment_id}/cancel")).json()
+            for _ in range(100):  # NOTIFY reaches the worker, which stops them
+                if (await jobs_by_status(pg_database)).get("doing", 0) == 0:
+                    break
+                await asyncio.sleep(0.1)
+            jobs = await jobs_by_status(pg_database)
+            final = (await client.get(f"/assessments/{assessment_id}")).json()
+    finally:
+        api.stop()
+        worker.stop()
+
+    assert cancelled["status"] == "cancelled" and final["status"] == "cancelled"
+    assert jobs == {"aborted": 2, "cancelled": 3}
+    assert final["progress"]["trials_done"] == 0
