@@ -59,27 +59,29 @@ async def single_process_report(tmp_path: Path, agent_url: str, trials: int) -> 
     return final.report.model_dump(mode="json")
 
 
-async def stored_trial_counts(database_url: str, assessment_id: str) -> Counter[tuple[str, int]]:
+async def query(database_url: str, sql: str, **params: Any) -> list[tuple[Any, ...]]:
     engine = create_engine(database_url)
     try:
         async with engine.connect() as connection:
-            rows = await connection.execute(
-                text("SELECT task_id, trial FROM trials WHERE assessment_id = :id"), {"id": assessment_id}
-            )
-            return Counter((task_id, trial) for task_id, trial in rows)
+            return [tuple(row) for row in await connection.execute(text(sql), params)]
     finally:
         await engine.dispose()
+
+
+async def stored_trial_counts(database_url: str, assessment_id: str) -> Counter[tuple[str, int]]:
+    rows = await query(
+        database_url, "SELECT task_id, trial FROM trials WHERE assessment_id = :id", id=assessment_id
+    )
+    return Counter((task_id, trial) for task_id, trial in rows)
 
 
 async def live_workers(database_url: str) -> int:
-    engine = create_engine(database_url)
-    try:
-        async with engine.connect() as connection:
-            return int(
-                (await connection.execute(text("SELECT count(*) FROM procrastinate_workers"))).scalar_one()
-            )
-    finally:
-        await engine.dispose()
+    return int((await query(database_url, "SELECT count(*) FROM procrastinate_workers"))[0][0])
+
+
+async def jobs_by_status(database_url: str) -> dict[str, int]:
+    rows = await query(database_url, "SELECT status::text, count(*) FROM procrastinate_jobs GROUP BY status")
+    return {status: int(count) for status, count in rows}
 
 
 async def test_three_workers_one_killed_every_trial_stored_once(
@@ -184,18 +186,6 @@ async def test_two_serve_replicas_never_run_a_trial_twice(
     assert sum(runs) == 60 and min(runs) > 0, runs
     stored = await stored_trial_counts(pg_database, assessment_id)
     assert len(stored) == 60 and set(stored.values()) == {1}
-
-
-async def jobs_by_status(database_url: str) -> dict[str, int]:
-    engine = create_engine(database_url)
-    try:
-        async with engine.connect() as connection:
-            rows = await connection.execute(
-                text("SELECT status::text, count(*) FROM procrastinate_jobs GROUP BY status")
-            )
-            return {status: int(count) for status, count in rows}
-    finally:
-        await engine.dispose()
 
 
 async def test_cancel_on_the_api_stops_trials_running_in_a_worker_process(
