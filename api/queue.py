@@ -1,19 +1,17 @@
 """Trials as jobs of procrastinate, a PostgreSQL task queue: any number of worker processes share the work.
 
-An assessment is split into one job per trial (`enqueue`). Every job carries:
-
-* a priority, so that trials start longest first within their assessment and assessments share the workers
-  fairly: the first trial of a new assessment gets the priority of the trial that would start next anyway,
-  the second one the next lower, and so on, so queued assessments take turns trial by trial from the moment
-  they arrive (nobody waits for an earlier assessment to drain);
-* a lock "lane" (`<assessment>/<n>`, n < the assessment's `concurrency`): procrastinate runs at most one job
-  per lock at a time, so an assessment never has more than `concurrency` trials running across all workers.
+An assessment is one job per trial, but never more than its `concurrency` of them in the queue (waiting or
+running) at a time: the service queues the first ones, and each job, as it ends, queues the next trials of its
+assessment (longest first) to fill the room it leaves (`AssessmentService._top_up`). So an assessment never
+runs more than `concurrency` trials across all workers, a trial starts on whichever worker slot frees first,
+and the queue, first in first out, lets assessments take turns: none can fill it ahead of the others.
+Jobs carry a queueing lock per trial, so no trial waits in the queue twice.
 
 On PostgreSQL the queue lives in procrastinate's tables (created by our migrations). A worker records a
 heartbeat; `sweep_stalled` (run by every worker process) puts the jobs of a worker whose heartbeat stopped (a
 SIGKILLed process, a lost machine) back in the queue, so another worker runs them: that is how work resumes
 after a crash. On SQLite (one process) the queue is procrastinate's in-memory connector, lost with the
-process, so the service re-enqueues the missing trials of unfinished assessments at start-up instead.
+process, so the service queues the missing trials of unfinished assessments again at start-up instead.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,10 +81,8 @@ class TrialRetry(BaseRetryStrategy):
 
 
 class LocalConnector(InMemoryConnector):
-    """procrastinate's in-memory queue (one process, SQLite), with two changes: the worker is woken when a
-    job ends, as the PostgreSQL trigger of our migrations does (the next job of that lock lane may start
-    now); and taking a job costs one pass over the queue (the original recomputes the busy locks for every
-    waiting job: quadratic, seconds of CPU for one assessment of 456 trials)."""
+    """procrastinate's in-memory queue (one process, SQLite), where taking a job costs one pass over the
+    queue (the original recomputes the busy locks for every waiting job: quadratic in the queue's length)."""
 
     async def fetch_job_one(self, queues: Iterable[str] | None, worker_id: int) -> dict[str, Any]:
         assert worker_id in self.workers, f"worker {worker_id} is not registered"
@@ -108,11 +104,6 @@ class LocalConnector(InMemoryConnector):
         job["worker_id"] = worker_id
         self.events[job["id"]].append({"type": "started", "at": now})
         return job
-
-    async def finish_job_run(self, job_id: int, status: str, delete_job: bool) -> None:
-        queue = self.jobs[job_id]["queue_name"]
-        await super().finish_job_run(job_id, status, delete_job)
-        await self._notify(queue, {"type": "job_inserted", "job_id": job_id})
 
 
 def psycopg_conninfo(database_url: str) -> str:
@@ -143,7 +134,7 @@ class TrialQueue:
             connector = LocalConnector()
         self.connector = connector
         self.app = procrastinate.App(connector=connector)
-        self._stopping = False
+        self._local_lock = asyncio.Lock()
 
     async def open(self) -> None:
         await self.app.open_async()
@@ -161,47 +152,63 @@ class TrialQueue:
 
     # -- enqueueing and cancelling -----------------------------------------------------------------------
 
-    async def _next_priority(self) -> int:
-        """The priority of the job that would start next (0 on an empty queue)."""
-        if isinstance(self.connector, InMemoryConnector):
-            waiting = [j["priority"] for j in self.connector.jobs.values() if j["status"] == "todo"]
-            return max(waiting, default=0)
-        row = await self.connector.execute_query_one_async(
-            "SELECT coalesce(max(priority), 0) AS top FROM procrastinate_jobs WHERE status = 'todo'"
-        )
-        return int(row["top"])
+    @contextlib.asynccontextmanager
+    async def exclusive(self, assessment_id: str) -> AsyncIterator[Any]:
+        """Held while deciding which trials of an assessment to queue and queueing them, so that two jobs
+        ending at the same moment (in any processes) do not both queue the same trial: on PostgreSQL a
+        transaction holding an advisory lock on the assessment (yielded: pass it to `queued_trials` and
+        `enqueue`, which then run in it); in memory, a lock of this process."""
+        if isinstance(self.connector, procrastinate.PsycopgConnector):
+            async with self.connector.pool.connection() as connection, connection.transaction():
+                await connection.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(%s))", (queue_of(assessment_id),)
+                )
+                yield connection
+            return
+        async with self._local_lock:
+            yield None
 
-    async def enqueue(self, assessment_id: str, keys: Sequence[tuple[str, int]], *, concurrency: int) -> int:
-        """Queue one job per (task id, trial) of `keys`, which are in the order they should start."""
+    async def enqueue(
+        self, assessment_id: str, keys: Sequence[tuple[str, int]], connection: Any = None
+    ) -> int:
+        """Queue one job per (task id, trial) of `keys`, in that order. Raises procrastinate's
+        AlreadyEnqueued (and queues none) when one of them is waiting in the queue already."""
         if not keys:
             return 0
-        top = await self._next_priority()
-        lanes = max(1, min(concurrency, len(keys)))
         jobs = [
             Job(
                 id=None,
                 queue=queue_of(assessment_id),
-                lock=f"{assessment_id}/{i % lanes}",
-                # No trial waits in the queue twice, whoever queued it.
+                lock=None,
                 queueing_lock=f"{assessment_id}/{task_id}/{trial}",
                 task_name=TRIAL_TASK,
-                priority=top - i,
                 task_kwargs={"assessment_id": assessment_id, "task_id": task_id, "trial": trial},
             )
-            for i, (task_id, trial) in enumerate(keys)
+            for task_id, trial in keys
         ]
-        await self.app.job_manager.batch_defer_jobs_async(jobs)
+        await self.app.job_manager.batch_defer_jobs_async(jobs, connection=connection)
         return len(jobs)
 
-    async def pending(self, assessment_id: str) -> int:
-        """Jobs of the assessment waiting or running."""
-        manager = self.app.job_manager
-        count = 0
-        for status in (Status.TODO, Status.DOING):
-            count += len(
-                list(await manager.list_jobs_async(queue=queue_of(assessment_id), status=status.value))
+    async def queued_trials(self, assessment_id: str, connection: Any = None) -> set[tuple[str, int]]:
+        """(task id, trial) of the assessment's jobs waiting or running."""
+        if isinstance(self.connector, InMemoryConnector):
+            return {
+                (str(job["args"]["task_id"]), int(job["args"]["trial"]))
+                for job in self.connector.jobs.values()
+                if job["queue_name"] == queue_of(assessment_id) and job["status"] in ("todo", "doing")
+            }
+        query = (
+            "SELECT args->>'task_id' AS task_id, (args->>'trial')::int AS trial FROM procrastinate_jobs "
+            "WHERE queue_name = %(queue)s AND status IN ('todo', 'doing')"
+        )
+        queue = queue_of(assessment_id)
+        if connection is not None:
+            rows = await self.connector.execute_query_all_async_with_connection(
+                connection, query, queue=queue
             )
-        return count
+        else:
+            rows = await self.connector.execute_query_all_async(query, queue=queue)
+        return {(row["task_id"], row["trial"]) for row in rows}
 
     async def cancel(self, assessment_id: str) -> None:
         """Drop the assessment's waiting jobs and ask the workers running the others to stop them (every

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from procrastinate import JobContext
-from procrastinate.exceptions import AlreadyEnqueued, JobAborted
+from procrastinate.exceptions import JobAborted
 from procrastinate.job_context import AbortReason
 from sqlalchemy.exc import InterfaceError, OperationalError
 
@@ -193,22 +193,32 @@ class AssessmentService:
         return record, created
 
     async def start(self, record: AssessmentRecord) -> int:
-        """Queue the trials of a stored, unfinished assessment that are neither stored nor queued yet; return
-        how many were queued. Idempotent: an assessment with jobs waiting or running is left alone."""
-        if record.finished or await self.queue.pending(record.id):
+        """Queue the first trials of a stored, unfinished assessment (its jobs then queue the rest); return
+        how many were queued. Idempotent: what is stored or queued already is not queued again."""
+        if record.finished:
             return 0
+        return await self._top_up(record, ending=None)
+
+    async def _top_up(self, record: AssessmentRecord, *, ending: tuple[str, int] | None) -> int:
+        """Queue the assessment's next trials, longest first, until `concurrency` of them are waiting or
+        running (not counting `ending`, the trial of the job that calls this and is about to end); finish
+        the assessment when nothing is left to run. One process at a time per assessment (`exclusive`)."""
         config = AssessmentConfig.model_validate(record.config)
-        stored = set(await self.repository.trial_keys(record.id))
-        missing = [key for key in self._engine.trial_keys(config) if key not in stored]
-        if not missing:
+        order = self._engine.longest_first(self._engine.trial_keys(config))
+        async with self.queue.exclusive(record.id) as connection:
+            # Queued first, stored second: a trial that ends in between is then seen in one or the other.
+            queued = await self.queue.queued_trials(record.id, connection)
+            if ending is not None:
+                queued.discard(ending)
+            stored = set(await self.repository.trial_keys(record.id))
+            waiting = [key for key in order if key not in stored and key not in queued]
+            room = config.concurrency - len(queued)
+            if waiting and room > 0:
+                return await self.queue.enqueue(record.id, waiting[:room], connection)
+        if not waiting:
+            # Maybe the last trial was just stored (by this job or by one ending at the same moment).
             await self._finish_if_done(record.id)
-            return 0
-        try:
-            return await self.queue.enqueue(
-                record.id, self._engine.longest_first(missing), concurrency=config.concurrency
-            )
-        except AlreadyEnqueued:  # another process queued them at the same moment
-            return 0
+        return 0
 
     async def resume_unfinished(self) -> list[str]:
         """Queue the missing trials of every unfinished assessment that has no job waiting or running: all of
@@ -268,26 +278,30 @@ class AssessmentService:
         if record is None or record.finished:
             return
         if await self.repository.trial_stored(assessment_id, task_id, trial):
-            # Stored by an earlier run of this job whose worker died before acknowledging it.
-            await self._finish_if_done(assessment_id)
+            # Stored by an earlier run of this job whose worker died before acknowledging it (and maybe before
+            # queueing the next trials).
+            await self._top_up(record, ending=(task_id, trial))
             return
         try:
             opened = await self._open(record)
             result = await opened.run.run_trial(task_id, trial)
         except asyncio.CancelledError:
             if context.abort_reason() == AbortReason.USER_REQUEST:
-                # Cancelled on request (the assessment is already marked): the job ends `aborted`, not retried.
+                # Cancelled on request (the assessment is marked already): the job ends aborted, not retried.
                 raise JobAborted(f"assessment {assessment_id} was cancelled") from None
             raise  # the worker is shutting down: the job goes back to the queue
         except Exception as exc:  # a bug of ours: the assessment ends visibly rather than hanging
             logger.exception("trial %s/%s of assessment %s crashed", task_id, trial, assessment_id)
             await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
             return
-        await self._store(assessment_id, result, opened)
+        if await self._store(assessment_id, result, opened):
+            current = await self.repository.get(assessment_id)
+            if current is not None and not current.finished:
+                await self._top_up(current, ending=(task_id, trial))
 
-    async def _store(self, assessment_id: str, result: TrialResult, opened: _Opened) -> None:
-        """Commit a finished trial (the job is acknowledged only after this returns), report it, and finish
-        the assessment when it was the last one."""
+    async def _store(self, assessment_id: str, result: TrialResult, opened: _Opened) -> bool:
+        """Commit a finished trial (the job is acknowledged only after this returns) and report it; False when
+        the database refused it for good (the assessment then failed)."""
         try:
             done = await _with_retries(
                 f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}",
@@ -298,7 +312,7 @@ class AssessmentService:
         except Exception as exc:  # the database refuses this trial for good
             logger.exception("trial %s/%s of %s not stored", result.task_id, result.trial, assessment_id)
             await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
-            return
+            return False
         if done is not None:
             opened.turns.trial_done(result)
             self.events.publish(
@@ -313,8 +327,7 @@ class AssessmentService:
                     trials_total=opened.trials_total,
                 ),
             )
-        if done is None or done >= opened.trials_total:
-            await self._finish_if_done(assessment_id)
+        return True
 
     async def _finish_if_done(self, assessment_id: str) -> None:
         """Compute the report and finish the assessment if every trial is stored (whoever gets here first;

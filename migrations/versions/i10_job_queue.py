@@ -27,31 +27,7 @@ depends_on = None
 
 PROCRASTINATE_VERSION = "3.10.0"
 
-# A job that ends frees its lock lane (see api/queue.py): the next job of that lane can start now. Left
-# alone, procrastinate
-# wakes workers only when a job is inserted, so this trigger sends the same wake-up when a running job ends
-# (finished, failed, aborted or deleted on success); otherwise workers would notice only at their next poll.
-_WAKE_ON_JOB_END = """
-CREATE FUNCTION green_agent_wake_workers() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify(
-        'procrastinate_any_queue_v1', json_build_object('type', 'job_inserted', 'job_id', OLD.id)::text
-    );
-    RETURN NULL;
-END;
-$$;
-CREATE TRIGGER green_agent_wake_workers_on_update
-    AFTER UPDATE OF status ON procrastinate_jobs
-    FOR EACH ROW WHEN (OLD.status = 'doing' AND NEW.status <> 'doing' AND OLD.lock IS NOT NULL)
-    EXECUTE FUNCTION green_agent_wake_workers();
-CREATE TRIGGER green_agent_wake_workers_on_delete
-    AFTER DELETE ON procrastinate_jobs
-    FOR EACH ROW WHEN (OLD.status = 'doing' AND OLD.lock IS NOT NULL)
-    EXECUTE FUNCTION green_agent_wake_workers();
-"""
-
 _DROP = r"""
-DROP FUNCTION IF EXISTS green_agent_wake_workers() CASCADE;
 DROP TABLE IF EXISTS procrastinate_periodic_defers, procrastinate_events, procrastinate_jobs,
     procrastinate_workers CASCADE;
 DROP TYPE IF EXISTS procrastinate_job_status, procrastinate_job_event_type,
@@ -83,7 +59,6 @@ def upgrade() -> None:
             f"{procrastinate.__version__} is installed; install the pinned version (pyproject.toml)"
         )
     _execute_script(SchemaManager.get_schema())
-    _execute_script(_WAKE_ON_JOB_END)
 
 
 def downgrade() -> None:

@@ -1,20 +1,23 @@
-"""The trial queue's order, on procrastinate's real fetch (PostgreSQL) and its in-memory queue (SQLite):
-assessments take turns trial by trial, and an assessment never has more than `concurrency` trials running
-across all workers (its lock lanes)."""
+"""The trial queue, on procrastinate's real queue (PostgreSQL) and its in-memory one (SQLite), and the service
+over it: an assessment never has more than `concurrency` trials queued or running, the first ones queued are
+the longest, no trial waits in the queue twice, and cancelling drops waiting jobs and stops running ones."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from procrastinate.jobs import Job, Status
+from procrastinate.exceptions import AlreadyEnqueued
 
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.queue import QueueSettings, TrialQueue
+from api.runtime import open_runtime
+from green_agent.config import AssessmentConfig, TaskSelection
+from tests.api.servers import green_settings
 
 A = "aaaaaaaa-0000-4000-8000-000000000000"
-B = "bbbbbbbb-0000-4000-8000-000000000000"
 
 
 @pytest.fixture
@@ -33,32 +36,34 @@ async def queue(database_url: str) -> AsyncIterator[TrialQueue]:
         await trial_queue.close()
 
 
-def key(job: Job) -> tuple[str, str, int]:
-    args = job.task_kwargs
-    return (str(args["assessment_id"])[0], str(args["task_id"]), int(str(args["trial"])))
-
-
-async def test_assessments_take_turns_and_lanes_bound_concurrency(queue: TrialQueue) -> None:
+async def test_no_trial_waits_twice_and_cancel_reaches_running_jobs(queue: TrialQueue) -> None:
     manager = queue.app.job_manager
     worker = await manager.register_worker()
-    await queue.enqueue(A, [("10", 0), ("11", 0), ("12", 0), ("13", 0)], concurrency=2)
-    await queue.enqueue(B, [("20", 0), ("21", 0)], concurrency=1)
-    assert await queue.pending(A) == 4 and await queue.pending(B) == 2
+    assert await queue.enqueue(A, [("10", 0), ("11", 0), ("12", 0)]) == 3
+    with pytest.raises(AlreadyEnqueued):
+        await queue.enqueue(A, [("13", 0), ("11", 0)])
+    assert await queue.queued_trials(A) == {("10", 0), ("11", 0), ("12", 0)}
 
-    fetched = []
-    while (job := await manager.fetch_job(queues=None, worker_id=worker)) is not None:
-        fetched.append(job)
-    # A's two lanes and B's one lane are busy: nothing else may start, and B came in right after A's first.
-    assert [key(j) for j in fetched] == [("a", "10", 0), ("b", "20", 0), ("a", "11", 0)]
-
-    # A trial of B ends: B's next one (same lane) may start, A's third still waits for a lane of A.
-    await manager.finish_job(fetched[1], status=Status.SUCCEEDED, delete_job=True)
-    job = await manager.fetch_job(queues=None, worker_id=worker)
-    assert job is not None and key(job) == ("b", "21", 0)
-    assert await manager.fetch_job(queues=None, worker_id=worker) is None
-
-    # Cancelling A drops its waiting trials and asks for its running ones to stop.
+    first = await manager.fetch_job(queues=None, worker_id=worker)
+    assert first is not None and first.task_kwargs["task_id"] == "10"  # first in, first out
     await queue.cancel(A)
-    assert await queue.pending(A) == 2  # the two running ones, now asked to abort
-    running_a = {j.id for j in fetched if key(j)[0] == "a"}
-    assert set(await manager.list_jobs_to_abort_async()) == running_a
+    assert await queue.queued_trials(A) == {("10", 0)}  # running, and now asked to stop
+    assert list(await manager.list_jobs_to_abort_async()) == [first.id]
+
+
+async def test_an_assessment_queues_at_most_its_concurrency_longest_first(
+    database_url: str, idle_url: str
+) -> None:
+    async with open_runtime(green_settings(database_url)) as runtime:
+        config = AssessmentConfig(
+            agent_url=idle_url, tasks=TaskSelection(split="base"), trials=2, concurrency=3, turn_timeout_s=60
+        )
+        record, _ = await runtime.service.create(config, source="cli")
+        queued = await runtime.service.queue.queued_trials(record.id)
+        longest = runtime.engine.longest_first(runtime.engine.trial_keys(config))[:3]
+        assert queued == set(longest)
+        assert await runtime.service.start(record) == 0  # idempotent: nothing more is queued
+        await asyncio.sleep(0.5)  # the worker has taken them; still only three
+        assert await runtime.service.queue.queued_trials(record.id) == set(longest)
+        final = await runtime.service.cancel(record.id)
+        assert final.status == "cancelled"

@@ -206,7 +206,7 @@ async def test_cancel_on_the_api_stops_trials_running_in_a_worker_process(
                 if (await jobs_by_status(pg_database)).get("doing") == 2:
                     break
                 await asyncio.sleep(0.1)
-            assert await jobs_by_status(pg_database) == {"doing": 2, "todo": 3}
+            assert await jobs_by_status(pg_database) == {"doing": 2}  # concurrency 2: the rest wait unqueued
             cancelled = (await client.post(f"/assessments/{assessment_id}/cancel")).json()
             for _ in range(100):  # NOTIFY reaches the worker, which stops them
                 if (await jobs_by_status(pg_database)).get("doing", 0) == 0:
@@ -219,5 +219,5 @@ async def test_cancel_on_the_api_stops_trials_running_in_a_worker_process(
         worker.stop()
 
     assert cancelled["status"] == "cancelled" and final["status"] == "cancelled"
-    assert jobs == {"aborted": 2, "cancelled": 3}
+    assert jobs == {"aborted": 2}
     assert final["progress"]["trials_done"] == 0
