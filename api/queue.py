@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -222,12 +223,13 @@ class TrialQueue:
 
     # -- workers -----------------------------------------------------------------------------------------
 
-    async def run_worker(self, name: str) -> None:
+    async def run_worker(self, name: str, repair: Callable[[], Awaitable[object]] | None = None) -> None:
         """Run a worker until cancelled. A worker that stops on its own (its database connection broke, its
         heartbeat failed) is started again after a pause: a database outage of any length ends with the
-        worker back, and its unfinished jobs are picked up by the stalled-job sweep."""
+        worker back, and its unfinished jobs are picked up by the stalled-job sweep. `repair` (the service's
+        check that every unfinished assessment has work queued) runs every `stalled_after_s`."""
         s = self.settings
-        sweeping = asyncio.create_task(self._sweep_forever(), name="sweep stalled jobs")
+        sweeping = asyncio.create_task(self._sweep_forever(repair), name="sweep stalled jobs")
         try:
             while True:
                 try:
@@ -257,10 +259,14 @@ class TrialQueue:
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeping
 
-    async def _sweep_forever(self) -> None:
+    async def _sweep_forever(self, repair: Callable[[], Awaitable[object]] | None) -> None:
+        repaired = time.monotonic()
         while True:
             try:
                 await self.sweep_stalled()
+                if repair is not None and time.monotonic() - repaired >= self.settings.stalled_after_s:
+                    repaired = time.monotonic()
+                    await repair()
             except Exception as exc:  # the database may be down; the next round tries again
                 logger.debug("stalled-job sweep failed: %s: %s", type(exc).__name__, exc)
             await asyncio.sleep(self.settings.heartbeat_interval_s)

@@ -72,7 +72,10 @@ async def open_service(
         if relay is not None:
             background.append(asyncio.create_task(relay.run(), name="progress relay"))
         if worker:
-            background.append(asyncio.create_task(queue.run_worker(worker_name()), name="queue worker"))
+            # The worker also checks now and then that every unfinished assessment has work queued (a job
+            # that failed for good queues no successor): nothing stays `running` with nobody on it.
+            worker_task = queue.run_worker(worker_name(), repair=service.resume_unfinished)
+            background.append(asyncio.create_task(worker_task, name="queue worker"))
         try:
             yield service
         finally:

@@ -221,10 +221,12 @@ class AssessmentService:
         return 0
 
     async def resume_unfinished(self) -> list[str]:
-        """Queue the missing trials of every unfinished assessment that has no job waiting or running: all of
-        them on SQLite (its queue lived in the previous process's memory), and on PostgreSQL those a process
-        stored but died before queueing. Running jobs of dead workers are not this method's business: the
-        stalled-job sweep of the workers puts them back. Returns the ids of the assessments queued."""
+        """Top up the queue of every unfinished assessment (`start`): at start-up on SQLite, whose queue lived
+        in the previous process's memory, this is the resume; on PostgreSQL (at start-up and every
+        `worker_stalled_after_s` in each worker) it catches an assessment whose jobs stopped queueing their
+        successors (a process died between storing and queueing, a job failed for good). Running jobs of dead
+        workers are not this method's business: the stalled-job sweep puts them back. Returns the ids of the
+        assessments that got jobs."""
         resumed = []
         for record in await self.repository.list_unfinished():
             try:
