@@ -42,7 +42,12 @@ JSON-RPC at `/`, REST binding under `/a2a`) for AgentBeats-style requests.
 
 
 def create_app(settings: Settings) -> FastAPI:
-    database = create_engine(settings.database_url, connect_timeout_s=settings.db_connect_timeout_s)
+    database = create_engine(
+        settings.database_url,
+        connect_timeout_s=settings.db_connect_timeout_s,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+    )
     card = build_agent_card(settings.public_card_url())
     executor = AssessmentExecutor()
     # The SDK's A2A tasks live in the service's database; open_runtime creates their table.

@@ -32,21 +32,32 @@ from procrastinate.retry import BaseRetryStrategy
 from procrastinate.testing import InMemoryConnector
 from procrastinate.utils import utcnow
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 logger = logging.getLogger(__name__)
 
 TRIAL_TASK = "green_agent.run_trial"
 
-# Storage errors that may pass (a dropped connection, a database restarting, a lock timeout): a job failing
-# with one is retried, with a growing pause, for as long as it takes.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+# Storage errors that may pass (a dropped connection, a database restarting or out of connection slots, a
+# lock timeout): a job failing with one is retried, with a growing pause, for as long as it takes.
+_TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     OperationalError,
     InterfaceError,
     OSError,
     ConnectorException,
 )
+# SQLSTATE prefixes of the same: connection exceptions, insufficient resources (too many connections),
+# operator intervention (shutdown, cannot connect now), serialization failure, deadlock.
+_TRANSIENT_SQLSTATES = ("08", "53", "57P", "40001", "40P01")
 MAX_RETRY_PAUSE_S = 30
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a storage error may pass by itself, so that trying again later is the right answer."""
+    if isinstance(exc, _TRANSIENT_TYPES):
+        return True
+    sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None) if isinstance(exc, DBAPIError) else None
+    return isinstance(sqlstate, str) and sqlstate.startswith(_TRANSIENT_SQLSTATES)
 
 
 def queue_of(assessment_id: str) -> str:
@@ -65,7 +76,7 @@ class QueueSettings:
     poll_interval_s: float = 2.0
     shutdown_grace_s: float = 5.0
     restart_pause_s: float = 2.0
-    pool_size: int = 10
+    pool_size: int = 5
     connect_timeout_s: float = 5.0
 
 
@@ -76,7 +87,7 @@ class TrialRetry(BaseRetryStrategy):
     def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
         if isinstance(exception, asyncio.CancelledError):
             return RetryDecision(retry_in={"seconds": 0})
-        if isinstance(exception, TRANSIENT_ERRORS):
+        if is_transient(exception):
             return RetryDecision(retry_in={"seconds": min(2**job.attempts, MAX_RETRY_PAUSE_S)})
         return None
 

@@ -25,7 +25,6 @@ from typing import Protocol, TypeVar
 from procrastinate import JobContext
 from procrastinate.exceptions import JobAborted
 from procrastinate.job_context import AbortReason
-from sqlalchemy.exc import InterfaceError, OperationalError
 
 from api.db.repository import (
     CANCELLED,
@@ -40,7 +39,7 @@ from api.db.repository import (
 from api.events import EventSink, Lagged, ProgressHub, StatusChanged, Subscription, TrialDone
 from api.logs import trial_context
 from api.metrics import TurnClock, agent_host
-from api.queue import TRANSIENT_ERRORS, TrialQueue
+from api.queue import TrialQueue, is_transient
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
 from green_agent.metrics import compute_report
@@ -56,7 +55,6 @@ OnEvent = Callable[[ProgressEvent], Awaitable[None]]
 # (procrastinate retries it, with growing pauses, until the database answers again); a write the database
 # refuses for good fails the assessment, with the error stored: a trial is never silently lost.
 STORE_RETRY_DELAYS_S = (0.5, 2.0, 8.0)
-_TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError, OSError)
 # Assessments kept open (agent card, user simulator, bounds) per process; older ones are opened again.
 OPEN_ASSESSMENTS = 256
 # `wait` re-reads the stored status this often, in case a progress event was lost.
@@ -67,7 +65,9 @@ async def _with_retries(what: str, write: Callable[[], Awaitable[T]]) -> T:
     for delay in STORE_RETRY_DELAYS_S:
         try:
             return await write()
-        except _TRANSIENT_DB_ERRORS as exc:
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
             logger.warning("%s failed (%s: %s); retrying in %.1f s", what, type(exc).__name__, exc, delay)
             await asyncio.sleep(delay)
     return await write()
@@ -309,9 +309,10 @@ class AssessmentService:
                 f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}",
                 lambda: self.repository.save_trial(assessment_id, result, run_seconds=opened.clock()),
             )
-        except TRANSIENT_ERRORS:
-            raise  # the database is away: the job is retried later, from the start
-        except Exception as exc:  # the database refuses this trial for good
+        except Exception as exc:
+            if is_transient(exc):
+                raise  # the database is away: the job is retried later, from the start
+            # The database refuses this trial for good.
             logger.exception("trial %s/%s of %s not stored", result.task_id, result.trial, assessment_id)
             await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
             return False
@@ -349,8 +350,10 @@ class AssessmentService:
 
     async def _fail(self, assessment_id: str, error: str) -> None:
         await self._finish(assessment_id, FAILED, error=error)
-        with contextlib.suppress(*TRANSIENT_ERRORS):
+        try:
             await self.queue.cancel(assessment_id)
+        except Exception as exc:  # its jobs then find it failed when they start, and stop
+            logger.warning("could not cancel the jobs of failed assessment %s: %s", assessment_id, exc)
 
     async def _finish(
         self,

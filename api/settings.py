@@ -195,6 +195,18 @@ class Settings(BaseSettings):
     log_format: LogFormat = Field(
         default="text", description="`json`: one JSON object per log line, with assessment/task/trial ids."
     )
+    db_pool_size: int = Field(
+        default=10,
+        ge=1,
+        le=1000,
+        description="PostgreSQL connections each process keeps for the service's tables.",
+    )
+    db_max_overflow: int = Field(
+        default=20, ge=0, le=1000, description="Extra connections a process may open at busy moments."
+    )
+    queue_pool_size: int = Field(
+        default=5, ge=2, le=1000, description="PostgreSQL connections each process keeps for the job queue."
+    )
     readyz_timeout_s: float = Field(
         default=1.5,
         gt=0,
@@ -289,6 +301,7 @@ class Settings(BaseSettings):
             poll_interval_s=self.worker_poll_interval_s,
             shutdown_grace_s=self.worker_shutdown_grace_s,
             connect_timeout_s=self.db_connect_timeout_s,
+            pool_size=self.queue_pool_size,
         )
 
     def engine_settings(self) -> EngineSettings:

@@ -46,6 +46,10 @@ def start_workers(
         "GREEN_AGENT_MAX_CONCURRENT_TRIALS": str(args.concurrency),
         "GREEN_AGENT_MAX_CONCURRENT_PER_AGENT": str(args.concurrency),
         "GREEN_AGENT_SCRIPTED_USER_DELAY_S": str(args.user_delay_s),
+        # Up to 5 processes share one server (100 connections by default) with other users of it.
+        "GREEN_AGENT_DB_POOL_SIZE": "4",
+        "GREEN_AGENT_DB_MAX_OVERFLOW": "4",
+        "GREEN_AGENT_QUEUE_POOL_SIZE": "3",
     }
     workers = []
     for i in range(n):

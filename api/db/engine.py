@@ -39,6 +39,8 @@ def create_engine(
     *,
     sqlite_busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S,
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    pool_size: int = 10,
+    max_overflow: int = 20,
 ) -> AsyncEngine:
     """An engine for `database_url` (already normalized to an async driver by Settings)."""
     if database_url.startswith("sqlite"):
@@ -51,8 +53,8 @@ def create_engine(
     # 60 s), so storage errors surface, and are retried, while the database is away.
     return create_async_engine(
         database_url,
-        pool_size=10,
-        max_overflow=20,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
         pool_pre_ping=True,
         connect_args={"timeout": connect_timeout_s},
     )

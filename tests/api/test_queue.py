@@ -9,10 +9,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 from procrastinate.exceptions import AlreadyEnqueued
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
-from api.queue import QueueSettings, TrialQueue
+from api.queue import QueueSettings, TrialQueue, is_transient
 from api.runtime import open_runtime
 from green_agent.config import AssessmentConfig, TaskSelection
 from tests.api.servers import green_settings
@@ -67,3 +68,19 @@ async def test_an_assessment_queues_at_most_its_concurrency_longest_first(
         assert await runtime.service.queue.queued_trials(record.id) == set(longest)
         final = await runtime.service.cancel(record.id)
         assert final.status == "cancelled"
+
+
+def test_transient_storage_errors_are_told_apart() -> None:
+    class DriverError(Exception):
+        def __init__(self, sqlstate: str) -> None:
+            super().__init__(sqlstate)
+            self.sqlstate = sqlstate
+
+    def error(sqlstate: str) -> DBAPIError:
+        return DBAPIError("INSERT ...", {}, DriverError(sqlstate))
+
+    assert is_transient(error("53300"))  # too many connections
+    assert is_transient(error("57P03"))  # the server is starting up
+    assert is_transient(OperationalError("SELECT 1", {}, DriverError("08006")))
+    assert not is_transient(error("23505"))  # a unique violation will not pass by waiting
+    assert not is_transient(ValueError("a bug"))
