@@ -73,7 +73,7 @@ class QueueSettings:
     worker_concurrency: int = 64
     heartbeat_interval_s: float = 5.0
     stalled_after_s: float = 30.0
-    poll_interval_s: float = 2.0
+    poll_interval_s: float = 0.5
     shutdown_grace_s: float = 5.0
     restart_pause_s: float = 2.0
     pool_size: int = 5
@@ -169,16 +169,18 @@ class TrialQueue:
         """Held while deciding which trials of an assessment to queue and queueing them, so that two jobs
         ending at the same moment (in any processes) do not both queue the same trial: on PostgreSQL a
         transaction holding an advisory lock on the assessment (yielded: pass it to `queued_trials` and
-        `enqueue`, which then run in it); in memory, a lock of this process."""
-        if isinstance(self.connector, procrastinate.PsycopgConnector):
+        `enqueue`, which then run in it), after a lock of this process."""
+        # One at a time within the process first: waiting for the advisory lock holds a pooled connection,
+        # and a few waiters would leave none for taking jobs and heartbeats.
+        async with self._local_lock:
+            if not isinstance(self.connector, procrastinate.PsycopgConnector):
+                yield None
+                return
             async with self.connector.pool.connection() as connection, connection.transaction():
                 await connection.execute(
                     "SELECT pg_advisory_xact_lock(hashtext(%s))", (queue_of(assessment_id),)
                 )
                 yield connection
-            return
-        async with self._local_lock:
-            yield None
 
     async def enqueue(
         self, assessment_id: str, keys: Sequence[tuple[str, int]], connection: Any = None

@@ -173,8 +173,10 @@ class Settings(BaseSettings):
         le=3600,
         description="A worker silent this long is taken for dead: its running trials are queued again.",
     )
+    # Short: procrastinate clears its wake-up flag after a fetch that found nothing, so a job queued during that
+    # fetch waits for the next poll (measured: 4 workers took 53 s at 2 s polling, 31 s at 0.2 s).
     worker_poll_interval_s: float = Field(
-        default=2.0,
+        default=0.5,
         gt=0,
         le=60,
         description="Workers look for jobs (and for cancelled ones) at least this often.",

@@ -50,6 +50,7 @@ def start_workers(
         "GREEN_AGENT_DB_POOL_SIZE": "4",
         "GREEN_AGENT_DB_MAX_OVERFLOW": "4",
         "GREEN_AGENT_QUEUE_POOL_SIZE": "3",
+        "GREEN_AGENT_WORKER_POLL_INTERVAL_S": os.environ.get("GREEN_AGENT_WORKER_POLL_INTERVAL_S", "0.5"),
     }
     workers = []
     for i in range(n):
