@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import gc
 import logging
 import os
 import socket
@@ -29,9 +31,19 @@ from api.queue import QueueSettings, TrialQueue
 from api.service import AssessmentService
 from api.settings import Settings
 from green_agent.engine import Engine
+from green_agent.white_agent.egress import EgressPolicy
 from retail_domain import RetailData, load_retail_data
 
 logger = logging.getLogger(__name__)
+
+
+@functools.cache
+def freeze_startup_objects() -> None:
+    """Once per process, after the retail data is loaded: collect, then move every object alive so far out of
+    the garbage collector's reach. The data lives as long as the process, and each full collection walked
+    all of it: a pause of ~150 ms of event loop at random moments (bench/hostile_load.py found it)."""
+    gc.collect()
+    gc.freeze()
 
 
 @dataclass
@@ -58,6 +70,7 @@ async def open_service(
     engine: Engine,
     *,
     worker: bool,
+    egress: EgressPolicy | None = None,
 ) -> AsyncIterator[AssessmentService]:
     """The service over an open engine: its trial queue, the progress relay (PostgreSQL) and, when `worker`,
     a queue worker running trials in this process; all stopped on exit (workers first)."""
@@ -67,7 +80,7 @@ async def open_service(
     try:
         hub = ProgressHub()
         relay = EventRelay(hub, queue.connector) if queue.persistent else None
-        service = AssessmentService(repository, engine, queue, hub=hub, events=relay or hub)
+        service = AssessmentService(repository, engine, queue, hub=hub, events=relay or hub, egress=egress)
         background.append(asyncio.create_task(measure_loop_lag(), name="event-loop lag"))
         if relay is not None:
             background.append(asyncio.create_task(relay.run(), name="progress relay"))
@@ -102,7 +115,10 @@ async def open_runtime(
     listeners can be attached first."""
     owns_database = database is None
     database = database or create_engine(
-        settings.database_url, connect_timeout_s=settings.db_connect_timeout_s
+        settings.database_url,
+        connect_timeout_s=settings.db_connect_timeout_s,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
     )
     try:
         await upgrade(database)
@@ -111,12 +127,18 @@ async def open_runtime(
             await task_store.initialize()
         # Parsing and hashing the data files takes a moment of CPU: keep the event loop free.
         data = await asyncio.to_thread(load_retail_data, settings.data_dir)
+        freeze_startup_objects()
         repository = AssessmentRepository(database)
         run_worker = settings.worker_enabled if worker is None else worker
         async with (
             Engine(settings.engine_settings(), data) as engine,
             open_service(
-                settings.database_url, settings.queue_settings(), repository, engine, worker=run_worker
+                settings.database_url,
+                settings.queue_settings(),
+                repository,
+                engine,
+                worker=run_worker,
+                egress=settings.egress_policy(),
             ) as service,
         ):
             yield Runtime(settings, database, repository, data, engine, service, task_store, run_worker)

@@ -25,6 +25,7 @@ from typing import Protocol, TypeVar
 from procrastinate import JobContext
 from procrastinate.exceptions import JobAborted
 from procrastinate.job_context import AbortReason
+from sqlalchemy.exc import StatementError
 
 from api.db.repository import (
     CANCELLED,
@@ -43,7 +44,17 @@ from api.queue import TrialQueue, is_transient
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, ProgressEvent, RunInfo, TrialResult, TurnTaken
+from green_agent.models import (
+    AssessmentReport,
+    ProgressEvent,
+    RunInfo,
+    TranscriptMessage,
+    TrialResult,
+    TurnTaken,
+)
+from green_agent.slots import slot_caps
+from green_agent.white_agent.egress import EgressPolicy
+from retail_domain import TerminationReason
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -73,25 +84,58 @@ async def _with_retries(what: str, write: Callable[[], Awaitable[T]]) -> T:
     return await write()
 
 
+def unstorable_stand_in(result: TrialResult, exc: Exception) -> TrialResult:
+    """What is stored for a trial the database refused for its content (a bug of ours: the engine makes
+    agent content storable): `internal_error`, reward 0, the transcript replaced by a note. It never helps
+    the agent, and the assessment goes on."""
+    note = f"[transcript not stored: the database refused it ({type(exc).__name__}); see the service log]"
+    return result.model_copy(
+        update={
+            "termination_reason": str(TerminationReason.INTERNAL_ERROR),
+            "reward": 0.0,
+            "is_successful": False,
+            "transcript": [TranscriptMessage(index=0, role="assistant", content=note)],
+            "nl_verdicts": [],
+            "judge_input": None,
+            "protocol_warnings": [],
+            "error": f"internal error: the trial could not be stored ({type(exc).__name__})",
+        }
+    )
+
+
 def concurrency_warnings(config: AssessmentConfig, settings: EngineSettings) -> list[str]:
     """Say so when the operator's bounds run fewer trials at once than the assessment asks for."""
+
+    def operator_bound(limit: int, name: str, scope: str) -> tuple[int, str]:
+        return limit, f"the operator's {name} is {limit} ({scope}; env GREEN_AGENT_{name.upper()})"
+
+    _, share_cap = slot_caps(
+        settings.max_concurrent_trials, settings.tenant_slot_share, settings.assessment_slot_share
+    )
     bounds = [
-        (
+        operator_bound(
             settings.max_concurrent_per_agent,
             "max_concurrent_per_agent",
             "per white agent, shared by its assessments",
         ),
-        (settings.max_concurrent_trials, "max_concurrent_trials", "for the whole service"),
+        operator_bound(settings.max_concurrent_trials, "max_concurrent_trials", "for the whole service"),
+        (
+            share_cap,
+            f"one assessment holds at most {share_cap} of the service's slots, so that other requesters "
+            "always run (env GREEN_AGENT_TENANT_SLOT_SHARE, GREEN_AGENT_ASSESSMENT_SLOT_SHARE)",
+        ),
     ]
-    capping = [(limit, name, scope) for limit, name, scope in bounds if limit < config.concurrency]
+    capping = [(limit, text) for limit, text in bounds if limit < config.concurrency]
     if not capping:
         return []
-    effective = min(limit for limit, _, _ in capping)
-    caps = "; ".join(
-        f"the operator's {name} is {limit} ({scope}; env GREEN_AGENT_{name.upper()})"
-        for limit, name, scope in capping
-    )
+    effective = min(limit for limit, _ in capping)
+    caps = "; ".join(text for _, text in capping)
     return [f"concurrency {config.concurrency} was asked but at most {effective} trials run at once: {caps}"]
+
+
+def _config_of(record: AssessmentRecord) -> AssessmentConfig:
+    """The stored config plus the agent headers, stored apart (the config is shown, they never are)."""
+    return AssessmentConfig.model_validate({**record.config, "agent_headers": record.agent_headers})
 
 
 class AssessmentEngine(Protocol):
@@ -108,7 +152,13 @@ class AssessmentEngine(Protocol):
     def longest_first(self, keys: Sequence[tuple[str, int]]) -> list[tuple[str, int]]: ...
 
     async def open_assessment(
-        self, config: AssessmentConfig, on_event: OnEvent | None = None
+        self,
+        config: AssessmentConfig,
+        on_event: OnEvent | None = None,
+        *,
+        egress: EgressPolicy | None = None,
+        tenant: str = "default",
+        assessment_id: str | None = None,
     ) -> AssessmentRun: ...
 
     def run_info(self, config: AssessmentConfig) -> RunInfo:
@@ -145,6 +195,7 @@ class AssessmentService:
         *,
         hub: ProgressHub | None = None,
         events: EventSink | None = None,
+        egress: EgressPolicy | None = None,
     ) -> None:
         self.repository = repository
         self.queue = queue
@@ -152,6 +203,7 @@ class AssessmentService:
         # Where progress goes: the local hub, or (PostgreSQL) the relay that reaches every process's hub.
         self.events: EventSink = events or self.hub
         self._engine = engine
+        self._egress = egress or EgressPolicy()
         self._opened: OrderedDict[str, asyncio.Task[_Opened]] = OrderedDict()
         # Called with the final record whenever an assessment reaches a terminal status (A2A bookkeeping).
         self.finish_listeners: list[Callable[[AssessmentRecord], Awaitable[None]]] = []
@@ -176,6 +228,9 @@ class AssessmentService:
         another request. `notes` are kept with the assessment (e.g. what an A2A request asked for that was
         mapped or ignored)."""
         task_ids = self._engine.validate(config)
+        refusal = self._egress.url_refusal(config.agent_url)
+        if refusal is not None:
+            raise ConfigError(f"agent_url is refused: {refusal}")
         record, created = await self.repository.create(
             NewAssessment(
                 config=config.model_dump(mode="json"),
@@ -186,6 +241,7 @@ class AssessmentService:
                 idempotency_key=idempotency_key,
                 a2a_task_id=a2a_task_id,
                 a2a_context_id=a2a_context_id,
+                agent_headers=config.agent_header_values(),
             )
         )
         if created and start:
@@ -203,7 +259,7 @@ class AssessmentService:
         """Queue the assessment's next trials, longest first, until `concurrency` of them are waiting or
         running (not counting `ending`, the trial of the job that calls this and is about to end); finish
         the assessment when nothing is left to run. One process at a time per assessment (`exclusive`)."""
-        config = AssessmentConfig.model_validate(record.config)
+        config = _config_of(record)
         order = self._engine.longest_first(self._engine.trial_keys(config))
         async with self.queue.exclusive(record.id) as connection:
             # Queued first, stored second: a trial that ends in between is then seen in one or the other.
@@ -230,7 +286,7 @@ class AssessmentService:
         resumed = []
         for record in await self.repository.list_unfinished():
             try:
-                config = AssessmentConfig.model_validate(record.config)
+                config = _config_of(record)
                 self._engine.validate(config)
             except (ValueError, ConfigError) as exc:
                 # The operator's settings changed since (e.g. a user model was removed): say so, do not loop.
@@ -255,7 +311,7 @@ class AssessmentService:
         return await asyncio.shield(opening)
 
     async def _open_now(self, record: AssessmentRecord) -> _Opened:
-        config = AssessmentConfig.model_validate(record.config)
+        config = _config_of(record)
         assessment_id = record.id
         turns = TurnClock(agent_host(config.agent_url))
 
@@ -268,8 +324,19 @@ class AssessmentService:
             f"marking assessment {assessment_id} running", lambda: self.repository.mark_running(assessment_id)
         )
         self._publish_status(assessment_id, RUNNING, record.trials_done, record.trials_total)
-        run = await self._engine.open_assessment(config, on_event)
+        run = await self._engine.open_assessment(
+            config,
+            on_event,
+            egress=self._egress_for(record),
+            tenant="default",  # issue 9a's tenant column, once it is on main
+            assessment_id=assessment_id,
+        )
         return _Opened(run, turns, record.trials_total, record.run_seconds, time.monotonic())
+
+    def _egress_for(self, record: AssessmentRecord) -> EgressPolicy:
+        """The policy an assessment runs under: the operator's rules; private networks as the operator says
+        (issue 9a's per-key `allow_private_agents` column decides once it is on main)."""
+        return self._egress
 
     async def _run_trial_job(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
         with trial_context(assessment_id, task_id, trial):
@@ -302,18 +369,31 @@ class AssessmentService:
                 await self._top_up(current, ending=(task_id, trial))
 
     async def _store(self, assessment_id: str, result: TrialResult, opened: _Opened) -> bool:
-        """Commit a finished trial (the job is acknowledged only after this returns) and report it; False when
-        the database refused it for good (the assessment then failed)."""
+        """Commit a finished trial (the job is acknowledged only after this returns) and report it. A trial
+        whose content the database refuses (a bug of ours) is stored as an `internal_error` stand-in; False
+        when even that was refused (the assessment then failed). Passing failures propagate: the job is
+        retried later, from the start."""
+        what = f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}"
         try:
-            done = await _with_retries(
-                f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}",
-                lambda: self.repository.save_trial(assessment_id, result, run_seconds=opened.clock()),
-            )
+            try:
+                done = await _with_retries(
+                    what,
+                    lambda: self.repository.save_trial(assessment_id, result, run_seconds=opened.clock()),
+                )
+            except (StatementError, ValueError) as exc:
+                if is_transient(exc):
+                    raise
+                logger.exception("%s: the database refused it; storing an internal_error stand-in", what)
+                result = unstorable_stand_in(result, exc)
+                stand_in = result
+                done = await _with_retries(
+                    what,
+                    lambda: self.repository.save_trial(assessment_id, stand_in, run_seconds=opened.clock()),
+                )
         except Exception as exc:
             if is_transient(exc):
-                raise  # the database is away: the job is retried later, from the start
-            # The database refuses this trial for good.
-            logger.exception("trial %s/%s of %s not stored", result.task_id, result.trial, assessment_id)
+                raise
+            logger.exception("%s: the database refused it for good", what)
             await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
             return False
         if done is not None:
@@ -338,7 +418,7 @@ class AssessmentService:
         record = await self.repository.get(assessment_id)
         if record is None or record.finished or record.trials_done < record.trials_total:
             return
-        config = AssessmentConfig.model_validate(record.config)
+        config = _config_of(record)
         report = await self._report(config, assessment_id, record.run_seconds)
         await self._finish(assessment_id, COMPLETED, report=report)
 
@@ -422,7 +502,7 @@ class AssessmentService:
         record = await self.get(assessment_id)
         if record.finished:
             return record
-        config = AssessmentConfig.model_validate(record.config)
+        config = _config_of(record)
         trials_stored = record.trials_done > 0
         report = await self._report(config, assessment_id, record.run_seconds) if trials_stored else None
         await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")

@@ -23,7 +23,9 @@ from sqlalchemy.engine import make_url
 from api.logs import LogFormat
 from api.queue import QueueSettings
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
+from green_agent.limits import AgentLimits
 from green_agent.usage import ModelPrice
+from green_agent.white_agent.egress import EgressPolicy, parse_destinations
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./green_agent.db"
 
@@ -31,6 +33,13 @@ DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./green_agent.db"
 def _engine_default(name: str) -> Any:
     # The engine owns the defaults of its settings; the operator's Settings only expose them.
     return EngineSettings.model_fields[name].default
+
+
+def _limit(name: str) -> Any:
+    """One bound on the white agent, with the engine's default and description (green_agent/limits.py)."""
+    field = AgentLimits.model_fields[name]
+    bounds = {key: getattr(m, key) for m in field.metadata for key in ("ge", "le") if hasattr(m, key)}
+    return Field(default=field.default, description=field.description, **bounds)
 
 
 # Driver-less URLs people copy from elsewhere, mapped to the async drivers this service ships with.
@@ -134,6 +143,20 @@ class Settings(BaseSettings):
     user_guidelines_file: Path | None = _engine_default("user_guidelines_file")
     judge_rubric_file: Path | None = _engine_default("judge_rubric_file")
     normalize_ids: bool = _engine_default("normalize_ids")
+    # -- scoring integrity (issue 8): bounds on the white agent, retries of trials our side failed -----------
+    max_reply_bytes: int = _limit("max_reply_bytes")
+    max_reply_values: int = _limit("max_reply_values")
+    max_json_depth: int = _limit("max_json_depth")
+    max_tool_calls: int = _limit("max_tool_calls")
+    max_argument_bytes: int = _limit("max_argument_bytes")
+    max_argument_keys: int = _limit("max_argument_keys")
+    max_id_chars: int = _limit("max_id_chars")
+    max_name_chars: int = _limit("max_name_chars")
+    max_text_bytes: int = _limit("max_text_bytes")
+    max_transcript_bytes: int = _limit("max_transcript_bytes")
+    max_agent_text_bytes_per_trial: int = _limit("max_agent_text_bytes_per_trial")
+    trial_retries: int = Field(default=_engine_default("trial_retries"), ge=0, le=10)
+    trial_retry_backoff_s: float = Field(default=_engine_default("trial_retry_backoff_s"), ge=0, le=600)
     # -- cost accounting (tau2 interop, issue 12) --
     llm_prices: dict[str, ModelPrice] = Field(
         default_factory=dict,
@@ -173,8 +196,8 @@ class Settings(BaseSettings):
         le=3600,
         description="A worker silent this long is taken for dead: its running trials are queued again.",
     )
-    # Short: procrastinate clears its wake-up flag after a fetch that found nothing, so a job queued during that
-    # fetch waits for the next poll (measured: 4 workers took 53 s at 2 s polling, 31 s at 0.2 s).
+    # Short: procrastinate clears its wake-up flag after a fetch that found nothing, so a job queued during
+    # that fetch waits for the next poll (measured: 4 workers took 53 s at 2 s polling, 31 s at 0.2 s).
     worker_poll_interval_s: float = Field(
         default=0.5,
         gt=0,
@@ -215,6 +238,28 @@ class Settings(BaseSettings):
         le=30,
         description="/readyz answers 503 when the database does not answer within this.",
     )
+    # -- egress, fairness and agent headers (issue 9b) ---------------------------------------------------
+    egress_allow: list[str] = Field(
+        default_factory=list,
+        description='Networks and host names agents may be reached at, as JSON: ["10.1.0.0/16", ".corp"]. '
+        "Listed private destinations are reachable for every requester.",
+    )
+    egress_deny: list[str] = Field(
+        default_factory=list,
+        description="Networks and host names agents may never be reached at (wins over the allow-list).",
+    )
+    egress_allow_listed_only: bool = Field(
+        default=False, description="Reach agents only at destinations on the allow-list."
+    )
+    allow_private_agents: bool = Field(
+        default=True,
+        description="Whether agents on loopback and private networks may be assessed (issue 9a's API keys "
+        "decide per key once they exist; this is the value without keys).",
+    )
+    tenant_slot_share: float = Field(default=_engine_default("tenant_slot_share"), gt=0, le=1)
+    assessment_slot_share: float = Field(default=_engine_default("assessment_slot_share"), gt=0, le=1)
+    max_agent_headers: int = Field(default=_engine_default("max_agent_headers"), ge=0, le=64)
+    max_agent_header_bytes: int = Field(default=_engine_default("max_agent_header_bytes"), ge=0, le=65_536)
 
     @field_validator("database_url")
     @classmethod
@@ -244,6 +289,12 @@ class Settings(BaseSettings):
         parsed = urlparse(value)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"card_url must be an http:// or https:// URL with a host, got {value!r}")
+        return value
+
+    @field_validator("egress_allow", "egress_deny")
+    @classmethod
+    def _destinations(cls, value: list[str]) -> list[str]:
+        parse_destinations(value)  # raises ValueError naming the bad entry
         return value
 
     @model_validator(mode="after")
@@ -306,6 +357,15 @@ class Settings(BaseSettings):
             pool_size=self.queue_pool_size,
         )
 
+    def egress_policy(self, *, allow_private: bool | None = None) -> EgressPolicy:
+        """The operator's egress rules; `allow_private` None = the operator's `allow_private_agents`."""
+        return EgressPolicy.from_lists(
+            allow=self.egress_allow,
+            deny=self.egress_deny,
+            allow_private=self.allow_private_agents if allow_private is None else allow_private,
+            allow_listed_only=self.egress_allow_listed_only,
+        )
+
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(
             user_models={name: self._endpoint(spec) for name, spec in self.user_models.items()},
@@ -323,6 +383,13 @@ class Settings(BaseSettings):
             judge_rubric_file=self.judge_rubric_file,
             normalize_ids=self.normalize_ids,
             longest_first=self.longest_first,
+            limits=AgentLimits(**{name: getattr(self, name) for name in AgentLimits.model_fields}),
+            trial_retries=self.trial_retries,
+            trial_retry_backoff_s=self.trial_retry_backoff_s,
+            tenant_slot_share=self.tenant_slot_share,
+            assessment_slot_share=self.assessment_slot_share,
+            max_agent_headers=self.max_agent_headers,
+            max_agent_header_bytes=self.max_agent_header_bytes,
             llm_prices=dict(self.llm_prices),
             agent_usage_max_tokens_per_reply=self.agent_usage_max_tokens_per_reply,
             agent_usage_max_cost_per_reply=self.agent_usage_max_cost_per_reply,

@@ -27,7 +27,7 @@ from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
 from api.queue import QueueSettings
-from api.runtime import open_service
+from api.runtime import freeze_startup_objects, open_service
 from api.service import AssessmentService
 from bench.procstats import (
     machine_busy_seconds,
@@ -85,6 +85,7 @@ async def green_agent_service(
     database_url: str, settings: EngineSettings, data: RetailData
 ) -> AsyncIterator[GreenAgent]:
     database = create_engine(database_url)
+    freeze_startup_objects()  # as the service does once the data is loaded
     try:
         await upgrade(database)
         repository = AssessmentRepository(database)
@@ -101,11 +102,14 @@ async def green_agent_service(
 def engine_settings(
     concurrency: int, *, user_delay_s: float = 0.0, conversations_per_client: int | None = None
 ) -> EngineSettings:
-    """Bounds wide enough that `concurrency` (the assessment's own) is the one that binds."""
+    """Bounds wide enough that `concurrency` (the assessment's own) is the one that binds (one assessment of
+    one tenant: the fair-share caps, which keep slots for other requesters, are lifted)."""
     settings = EngineSettings(
         max_concurrent_trials=max(64, concurrency),
         max_concurrent_per_agent=max(32, concurrency),
         scripted_user_delay_s=user_delay_s,
+        tenant_slot_share=1.0,
+        assessment_slot_share=1.0,
     )
     if conversations_per_client is None:
         return settings

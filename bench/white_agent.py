@@ -30,6 +30,7 @@ from green_agent.reference_agents import (
     serve_app,
     serve_reference_agent,
 )
+from green_agent.reference_agents.hostile import HostileAgent, worst_case_plan
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts
 from retail_domain import load_retail_data
 
@@ -37,7 +38,7 @@ READY = "READY"
 START_TIMEOUT_S = 120.0
 IDLE_S = 86_400.0
 
-WhiteKind = Literal[ReferenceKind, "idle_after_call"]
+WhiteKind = Literal[ReferenceKind, "idle_after_call", "hostile"]
 IDLE_AFTER_CALL = (
     "Answers a conversation's first message with one read-only tool call, then never again: the trials it "
     "holds are past their large opening message, as most live trials of a real assessment are."
@@ -73,6 +74,11 @@ async def _serving(kind: WhiteKind, delay_s: float) -> AsyncIterator[str]:
             yield url
         return
     data = await asyncio.to_thread(load_retail_data)
+    if kind == "hostile":  # green_agent/reference_agents/hostile.py: every task gets one worst case
+        agent = HostileAgent(data, worst_case_plan(list(data.tasks)))
+        async with serve_app(agent.app) as url:
+            yield url
+        return
     async with serve_reference_agent(kind, data=data, delay_s=delay_s) as url:
         yield url
 
@@ -89,7 +95,8 @@ async def _serve(kind: WhiteKind, delay_s: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="serve one reference white agent for the benchmarks")
-    parser.add_argument("--kind", choices=[*get_args(ReferenceKind), "idle_after_call"], default="oracle")
+    kinds = [*get_args(ReferenceKind), "idle_after_call", "hostile"]
+    parser.add_argument("--kind", choices=kinds, default="oracle")
     parser.add_argument("--delay-s", type=float, default=0.0, help="sleep before every reply (LLM latency)")
     args = parser.parse_args(argv)
     uvloop.run(_serve(args.kind, args.delay_s))

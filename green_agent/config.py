@@ -12,13 +12,15 @@ Validation messages say what to change, because they reach API users verbatim.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from green_agent.limits import AgentLimits
 from green_agent.usage import ModelPrice
+from green_agent.white_agent.egress import url_problem
 
 SCRIPTED_USER = "scripted"
 """Name of the built-in deterministic user simulator (needs no LLM)."""
@@ -88,6 +90,39 @@ class EngineSettings(BaseModel):
         default=True,
         description="Start trials longest first (by the task's gold action count); off = report order.",
     )
+    # -- scoring integrity: bounds on the white agent, and retries of trials our side failed --------------
+    limits: AgentLimits = Field(
+        default_factory=AgentLimits, description="Bounds on everything a white agent sends (limits.py)."
+    )
+    trial_retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Times a trial that ended in infrastructure_error (user simulator or judge unavailable "
+        "after its own retries) is run again before it is excluded.",
+    )
+    trial_retry_backoff_s: float = Field(
+        default=5.0, ge=0, description="Wait before the first trial retry; doubled after each one."
+    )
+    # -- fairness and agent headers (issue 9) --
+    tenant_slot_share: float = Field(
+        default=0.75,
+        gt=0,
+        le=1,
+        description="Largest share of max_concurrent_trials one tenant may hold; the rest stays for others.",
+    )
+    assessment_slot_share: float = Field(
+        default=0.75,
+        gt=0,
+        le=1,
+        description="Largest share of its tenant's slots one assessment may hold.",
+    )
+    max_agent_headers: int = Field(
+        default=8, ge=0, le=64, description="Headers an assessment may ask to send to its white agent."
+    )
+    max_agent_header_bytes: int = Field(
+        default=4096, ge=0, le=65_536, description="Total bytes of those headers' names and values."
+    )
     # -- cost accounting (tau2 interop) --
     llm_prices: dict[str, ModelPrice] = Field(
         default_factory=dict,
@@ -113,6 +148,28 @@ class EngineSettings(BaseModel):
                 f"user_models must not redefine the built-in {SCRIPTED_USER!r} simulator; rename it"
             )
         return self
+
+
+# RFC 9110 field names (tokens) and values (visible ASCII, spaces and tabs; never CR, LF or NUL).
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+# Headers that frame or route the request: the HTTP client sets them, a requester must not.
+RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "content-type",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "te",
+        "trailer",
+        "expect",
+        "proxy-authorization",
+        "proxy-connection",
+    }
+)
 
 
 class TaskSelection(BaseModel):
@@ -170,12 +227,38 @@ class AssessmentConfig(BaseModel):
     turn_timeout_s: float | None = Field(
         default=None, gt=0, le=3600, description="Per-turn wait; None = default."
     )
+    agent_headers: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        exclude=True,
+        description="Headers sent with every request to the white agent (e.g. its own Authorization). "
+        "Stored for the run, never returned, logged or shown; bounded by the operator's "
+        "max_agent_headers and max_agent_header_bytes.",
+    )
 
     @field_validator("agent_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
         value = value.strip()
-        parsed = urlparse(value)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"agent_url must be an http:// or https:// URL with a host, got {value!r}")
+        problem = url_problem(value)
+        if problem is not None:
+            raise ValueError(f"agent_url is refused: {problem}")
         return value.rstrip("/")
+
+    @field_validator("agent_headers")
+    @classmethod
+    def _header_syntax(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        # Messages name the header, never its value.
+        for name, secret in value.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"agent_headers: {name[:64]!r} is not a valid HTTP header name")
+            if name.lower() in RESERVED_HEADERS:
+                raise ValueError(f"agent_headers: {name!r} is set by the HTTP client; leave it out")
+            if not _HEADER_VALUE.fullmatch(secret.get_secret_value()):
+                raise ValueError(
+                    f"agent_headers: the value of {name!r} holds a line break or control character"
+                )
+        return value
+
+    def agent_header_values(self) -> dict[str, str]:
+        """The headers as plain text, for the HTTP client only."""
+        return {name: secret.get_secret_value() for name, secret in self.agent_headers.items()}

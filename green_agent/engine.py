@@ -2,7 +2,13 @@
 
 Bounds, taken in this order by every trial so that no two trials can wait on each other crosswise:
 the assessment's own `concurrency`, then the white agent's (`max_concurrent_per_agent`, shared by all
-assessments of the same agent URL), then the process-wide `max_concurrent_trials`.
+assessments of the same agent: keyed by its resolved address and port, so `localhost` and `127.0.0.1` are one
+agent), then a slot of the process-wide `max_concurrent_trials`, shared fairly between tenants and
+assessments (`slots.FairSlots`).
+
+Egress: each assessment runs under an `EgressPolicy` (default: everything the policy allows, private networks
+included, for local use); connections are pooled per policy, so one made under a looser policy is never reused
+under a stricter one.
 
 Trials start longest first (`longest_first`): the task's gold action count stands for its length, and
 starting the long ones early keeps them from stretching the tail of the run.
@@ -25,7 +31,7 @@ from types import TracebackType
 from typing import Any
 
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings, LLMEndpoint
-from green_agent.errors import AgentError
+from green_agent.errors import AgentEgressError, AgentError
 from green_agent.judge import Judge
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
@@ -33,12 +39,14 @@ from green_agent.models import AssessmentReport, RunInfo, TrialFinished, TrialRe
 from green_agent.orchestrator import TrialDeps, TrialSpec, run_trial
 from green_agent.prompts import load_prompt
 from green_agent.seeds import trial_seeds
+from green_agent.slots import FairSlots
 from green_agent.user_simulator import LLMUserSimulator, ScriptedUserSimulator, UserSimulator
 from green_agent.white_agent.client import ClientLimits, Conversation, WhiteAgentPool
 from green_agent.white_agent.dialect import Dialect, declares_structured
+from green_agent.white_agent.egress import EgressPolicy, Resolver, resolve_agent
 from green_agent.white_agent.structured_dialect import StructuredDialect
 from green_agent.white_agent.text_dialect import TextDialect
-from retail_domain import TOOL_SCHEMAS, RetailData
+from retail_domain import TOOL_SCHEMAS, RetailData, TerminationReason
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +56,20 @@ EventHandler = Callable[[Any], Awaitable[None]]
 class Engine:
     """Long-lived: `async with Engine(settings, data) as engine: await engine.run(config)`."""
 
-    def __init__(self, settings: EngineSettings, data: RetailData) -> None:
+    def __init__(
+        self, settings: EngineSettings, data: RetailData, *, resolver: Resolver | None = None
+    ) -> None:
         self.settings = settings
         self.data = data
         self._tools = [dict(schema) for schema in TOOL_SCHEMAS]
-        self._pool = WhiteAgentPool(ClientLimits(conversations_per_client=settings.conversations_per_client))
+        self._resolver = resolver
+        self._pools: dict[EgressPolicy, WhiteAgentPool] = {}
         self._llms: dict[tuple[str, str | None, str | None], ChatLLM] = {}
-        self._global = asyncio.Semaphore(settings.max_concurrent_trials)
+        self.slots = FairSlots(
+            settings.max_concurrent_trials,
+            tenant_share=settings.tenant_slot_share,
+            assessment_share=settings.assessment_slot_share,
+        )
         self._per_agent: dict[str, asyncio.Semaphore] = {}
         self._guidelines = ""
         self._judge: Judge | None = None
@@ -72,8 +87,21 @@ class Engine:
     ) -> None:
         await self.aclose()
 
+    def _pool_for(self, policy: EgressPolicy) -> WhiteAgentPool:
+        pool = self._pools.get(policy)
+        if pool is None:
+            limits = ClientLimits(
+                conversations_per_client=self.settings.conversations_per_client,
+                max_reply_bytes=self.settings.limits.max_reply_bytes,
+                max_reply_values=self.settings.limits.max_reply_values,
+            )
+            pool = self._pools[policy] = WhiteAgentPool(limits, policy=policy, resolver=self._resolver)
+        return pool
+
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        for pool in self._pools.values():
+            await pool.aclose()
+        self._pools.clear()
         for llm in self._llms.values():
             with contextlib.suppress(Exception):
                 await llm.aclose()
@@ -94,6 +122,7 @@ class Engine:
     def validate(self, config: AssessmentConfig) -> list[str]:
         """The selected task ids, in tasks.json order; raises `ConfigError` saying what to change."""
         self._user_model_name(config)
+        self._check_agent_headers(config)
         selection = config.tasks
         if selection.task_ids is not None:
             unknown = [t for t in selection.task_ids if t not in self.data.tasks]
@@ -115,6 +144,17 @@ class Engine:
         members = set(split)
         ordered = [t for t in self.data.tasks if t in members]  # tasks.json order, as upstream
         return ordered[: selection.num_tasks] if selection.num_tasks else ordered
+
+    def _check_agent_headers(self, config: AssessmentConfig) -> None:
+        count, limit = len(config.agent_headers), self.settings.max_agent_headers
+        if count > limit:
+            raise ConfigError(f"agent_headers has {count} headers; this service accepts at most {limit}")
+        size = sum(len(name) + len(value) for name, value in config.agent_header_values().items())
+        if size > self.settings.max_agent_header_bytes:
+            raise ConfigError(
+                f"agent_headers hold {size} bytes of names and values; this service accepts at most "
+                f"{self.settings.max_agent_header_bytes}"
+            )
 
     def _user_model_name(self, config: AssessmentConfig) -> str:
         name = config.user_model or self.settings.default_user_model
@@ -148,24 +188,41 @@ class Engine:
         return sorted(keys, key=lambda key: (-len(self.data.tasks[key[0]].gold_actions), position[key]))
 
     async def open_assessment(
-        self, config: AssessmentConfig, on_event: EventHandler | None = None
+        self,
+        config: AssessmentConfig,
+        on_event: EventHandler | None = None,
+        *,
+        egress: EgressPolicy | None = None,
+        tenant: str = "default",
+        assessment_id: str | None = None,
     ) -> AssessmentRun:
-        """Everything the trials of one assessment share: the agent card fetched once, the user simulator,
-        the assessment's concurrency bound. Trials then run one by one through `AssessmentRun.run_trial`
-        (the service's queue jobs) or all together through `run`."""
+        """Everything the trials of one assessment share: the agent resolved and its card fetched once, the
+        user simulator, the assessment's and the agent's bounds. Trials then run one by one through
+        `AssessmentRun.run_trial` (the service's queue jobs) or all together through `run`.
+
+        `egress` bounds where the agent and its card may lead (default: `EgressPolicy()`); `tenant` and
+        `assessment_id` are whose slots the trials take (fair sharing). Raises `AgentEgressError` when the
+        agent URL or its card leads where the policy refuses: such an assessment could not run at all."""
         self.validate(config)
         emit = on_event or _ignore
-        self._pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
-        card_error = await self._card_error(config.agent_url)
+        agent = await resolve_agent(config.agent_url, self._resolver)
+        pool = self._pool_for((egress or EgressPolicy()).for_agent(agent))
+        headers = config.agent_header_values()
+        pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
+        card_error = await self._card_error(pool, config.agent_url, headers)
+        if isinstance(card_error, AgentEgressError):
+            raise card_error
         agent_bound = self._per_agent.setdefault(
-            config.agent_url, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
+            agent.key, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
         )
+        owner = assessment_id or f"run-{id(config)}"
         return AssessmentRun(
             engine=self,
             config=config,
-            deps=self._deps(config, emit, card_error),
+            deps=self._deps(config, emit, card_error, pool, headers),
             seeds=trial_seeds(config.seed, config.trials),
-            slots=(asyncio.Semaphore(config.concurrency), agent_bound, self._global),
+            bounds=(asyncio.Semaphore(config.concurrency), agent_bound),
+            slot=lambda: self.slots.slot(tenant, owner),
         )
 
     async def run(
@@ -174,14 +231,20 @@ class Engine:
         *,
         on_event: EventHandler | None = None,
         completed: Sequence[TrialResult] = (),
+        egress: EgressPolicy | None = None,
+        tenant: str = "default",
+        assessment_id: str | None = None,
     ) -> AssessmentReport:
-        """Run every trial not already in `completed`; return the report over all of them."""
+        """Run every trial not already in `completed`; return the report over all of them (see
+        `open_assessment` for `egress`, `tenant` and `assessment_id`)."""
         clock = time.monotonic()
         keys = self.trial_keys(config)
         position = {key: i for i, key in enumerate(keys)}
         done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in position}
         emit = on_event or _ignore
-        assessment = await self.open_assessment(config, emit)
+        assessment = await self.open_assessment(
+            config, emit, egress=egress, tenant=tenant, assessment_id=assessment_id
+        )
         results: list[TrialResult] = []
 
         async def one(task_id: str, trial: int) -> None:
@@ -231,29 +294,54 @@ class Engine:
     def user_guidelines_sha256(self) -> str:
         return _sha256(self._guidelines)
 
-    async def _card_error(self, agent_url: str) -> AgentError | None:
+    async def run_with_retries(self, spec: TrialSpec, deps: TrialDeps) -> TrialResult:
+        """Run a trial; run it again (bounded, with backoff) while it ends in infrastructure_error, which only
+        our own dependencies cause. What remains after the last retry is excluded from the metrics."""
+        delay = self.settings.trial_retry_backoff_s
+        for _ in range(self.settings.trial_retries):
+            result = await run_trial(spec, deps)
+            if result.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR:
+                return result
+            log.warning(
+                "trial %s/%s: %s; running it again in %.1f s", spec.task.id, spec.trial, result.error, delay
+            )
+            await asyncio.sleep(delay)
+            delay *= 2
+        return await run_trial(spec, deps)
+
+    async def _card_error(
+        self, pool: WhiteAgentPool, agent_url: str, headers: dict[str, str]
+    ) -> AgentError | None:
         """Fetch the card once up front (with its retries): when the agent cannot even be reached, every trial
         fails at once with that reason instead of each retrying the connection in turn."""
         try:
-            await self._pool.card(agent_url)
+            await pool.card(agent_url, headers)
         except AgentError as exc:
             return exc
         return None
 
-    def _deps(self, config: AssessmentConfig, emit: EventHandler, card_error: AgentError | None) -> TrialDeps:
+    def _deps(
+        self,
+        config: AssessmentConfig,
+        emit: EventHandler,
+        card_error: AgentError | None,
+        pool: WhiteAgentPool,
+        headers: dict[str, str],
+    ) -> TrialDeps:
         turn_timeout = config.turn_timeout_s or self.settings.turn_timeout_s
 
         def open_conversation() -> contextlib.AbstractAsyncContextManager[Conversation]:
             if card_error is not None:
                 return _failing(card_error)
-            return self._pool.conversation(config.agent_url, turn_timeout_s=turn_timeout)
+            return pool.conversation(config.agent_url, turn_timeout_s=turn_timeout, headers=headers)
 
         def choose_dialect(conversation: Conversation) -> Dialect:
+            depth = self.settings.limits.max_json_depth
             if config.dialect == "structured" or (
                 config.dialect == "auto" and declares_structured(conversation.card)
             ):
-                return StructuredDialect()
-            return TextDialect()
+                return StructuredDialect(depth)
+            return TextDialect(depth)
 
         user = self._user_simulator(config)
         return TrialDeps(
@@ -264,8 +352,9 @@ class Engine:
             user=user,
             judge=self._judge,
             normalize_ids=self.settings.normalize_ids,
-            emit=_without_trial_finished(emit),
+            emit=emit,
             turn_events=emit is not _ignore,
+            limits=self.settings.limits,
             user_model=user.llm.endpoint.model if isinstance(user, LLMUserSimulator) else None,
             prices=self.settings.llm_prices,
             agent_usage_bounds=(
@@ -275,13 +364,9 @@ class Engine:
         )
 
 
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 class AssessmentRun:
     """One assessment opened on the engine (`Engine.open_assessment`): runs its trials one at a time, each
-    within the assessment's, the white agent's and the process's bounds, taken in that order."""
+    within the assessment's and the white agent's bounds, then a fair slot of the process, in that order."""
 
     def __init__(
         self,
@@ -290,13 +375,15 @@ class AssessmentRun:
         config: AssessmentConfig,
         deps: TrialDeps,
         seeds: list[int],
-        slots: tuple[asyncio.Semaphore, ...],
+        bounds: tuple[asyncio.Semaphore, ...],
+        slot: Callable[[], contextlib.AbstractAsyncContextManager[Any]],
     ) -> None:
         self.config = config
         self._engine = engine
         self._deps = deps
         self._seeds = seeds
-        self._slots = slots
+        self._bounds = bounds
+        self._slot = slot
 
     async def run_trial(self, task_id: str, trial: int) -> TrialResult:
         """Run and score one trial; its `TrialFinished` is the caller's to report (after the slots are
@@ -308,23 +395,20 @@ class AssessmentRun:
             max_steps=self.config.max_steps,
             max_errors=self.config.max_errors,
         )
-        async with contextlib.AsyncExitStack() as slots:
-            for slot in self._slots:
-                await slots.enter_async_context(slot)
+        async with contextlib.AsyncExitStack() as held:
+            for bound in self._bounds:
+                await held.enter_async_context(bound)
+            await held.enter_async_context(self._slot())
             await self._deps.emit(TrialStarted(task_id=task_id, trial=trial))
-            return await run_trial(spec, self._deps)
+            return await self._engine.run_with_retries(spec, self._deps)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 async def _ignore(event: Any) -> None:
     return None
-
-
-def _without_trial_finished(emit: EventHandler) -> EventHandler:
-    async def relay(event: Any) -> None:
-        if not isinstance(event, TrialFinished):
-            await emit(event)
-
-    return relay
 
 
 @contextlib.asynccontextmanager

@@ -7,9 +7,12 @@ Foreign exceptions (httpx, a2a-sdk, openai) are translated where they enter: in 
     ├── AgentError                  the white agent failed: the trial ends as `agent_error`, reward 0
     │   ├── AgentTimeoutError       no reply within the turn timeout
     │   ├── AgentUnreachableError   nothing could be delivered (connection refused or never opened)
+    │   ├── AgentEgressError        the egress policy refused the agent's address (white_agent/egress.py)
     │   └── AgentProtocolError      HTTP or A2A error, bad card, failed task, empty or malformed answer
     └── InfrastructureError         our own dependency failed: `infrastructure_error`, excluded from metrics
         └── LLMError                the user-simulator or judge LLM kept failing after its retries
+            └── LLMContextTooLong   the LLM refused the conversation as too long (HTTP 400): charged to the
+                                    agent when its own text fills the conversation (limits.py), else ours
 
 `ConfigError` (in `config.py`, a `ValueError`) is separate: it is raised before an assessment starts.
 """
@@ -33,6 +36,13 @@ class AgentUnreachableError(AgentError):
     """The message never reached the white agent (so it was safe to retry, and retries ran out)."""
 
 
+class AgentEgressError(AgentError):
+    """The agent URL, or an endpoint its card advertises, leads where the egress policy forbids connecting.
+
+    Before the first trial this fails the whole assessment (it could not run); after, the trial is the
+    agent's failure (its name now resolves somewhere else)."""
+
+
 class AgentProtocolError(AgentError):
     """The white agent answered, but with an error or with nothing usable."""
 
@@ -43,3 +53,9 @@ class InfrastructureError(EngineError):
 
 class LLMError(InfrastructureError):
     """An LLM call (user simulator or judge) failed after its retries."""
+
+
+class LLMContextTooLong(LLMError):
+    """The LLM refused the request as longer than its context (HTTP 400, `context_length_exceeded` or a
+    message saying so). Deterministic on the input, so never retried; who pays is decided by the trial
+    (`limits.llm_failure_outcome`), and it stays an infrastructure error when unsure."""

@@ -4,6 +4,8 @@ and the `llm` reference agent.
 Why our own retry loop instead of the client's: the client does not retry a reply that is empty, and we want
 one place that decides what is transient (connection, timeout, 408/409/429/5xx, empty reply) and what is a
 configuration mistake (401, 404, 400) that no retry will fix. Both end in `LLMError` once retries are spent.
+A 400 that says the conversation is longer than the model's context raises `LLMContextTooLong`: the one
+failure the conversation itself (and so possibly the white agent) can cause.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,11 +25,16 @@ import openai
 from openai import AsyncOpenAI
 
 from green_agent.config import LLMEndpoint
-from green_agent.errors import LLMError
+from green_agent.errors import LLMContextTooLong, LLMError
 
 log = logging.getLogger(__name__)
 
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+_CONTEXT_TOO_LONG = re.compile(
+    r"context[ _]length|context window|context size|too many tokens|prompt is too long", re.IGNORECASE
+)
+"""How OpenAI-compatible servers word a 400 for an over-long prompt when they send no `code` (vLLM, llama.cpp,
+LiteLLM in front of other vendors). Only ever read on a 400."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,8 @@ class ChatLLM:
                 completion = await self._create(kwargs)
             except openai.APIStatusError as exc:
                 last_problem = f"HTTP {exc.status_code}: {_short(exc.message)}"
+                if _context_too_long(exc):
+                    raise LLMContextTooLong(self._failed(last_problem)) from None
                 if exc.status_code < 500 and exc.status_code not in _TRANSIENT_STATUS:
                     break  # a configuration mistake (bad model, key, request): retrying will not help
                 continue
@@ -156,10 +166,7 @@ class ChatLLM:
                 last_problem = "the model returned an empty reply"
                 continue
             return dataclasses.replace(reply, usage=usage)
-        raise LLMError(
-            f"LLM {self.endpoint.model!r} at {self.endpoint.base_url or 'the OpenAI default URL'} failed: "
-            f"{last_problem}"
-        )
+        raise LLMError(self._failed(last_problem))
 
     async def _create(self, kwargs: dict[str, Any]) -> Any:
         began = time.monotonic()
@@ -179,6 +186,19 @@ class ChatLLM:
             )
         )
         return completion
+
+    def _failed(self, problem: str) -> str:
+        where = self.endpoint.base_url or "the OpenAI default URL"
+        return f"LLM {self.endpoint.model!r} at {where} failed: {problem}"
+
+
+def _context_too_long(exc: openai.APIStatusError) -> bool:
+    """A 400 saying the prompt exceeds the model's context (OpenAI's `code` is `context_length_exceeded`)."""
+    if exc.status_code != 400:
+        return False
+    return getattr(exc, "code", None) == "context_length_exceeded" or bool(
+        _CONTEXT_TOO_LONG.search(exc.message)
+    )
 
 
 def _to_reply(completion: Any) -> LLMReply | None:

@@ -4,10 +4,18 @@ The fixed greeting opens; the simulated user speaks next; each step moves one me
 reply runs in order against the trial's own environment (one step for the batch); after each step, unless
 tool results are still owed to the agent, `max_steps` and then cumulative `max_errors` are checked, and they
 override a stop given in the same step. Scoring follows in `scoring.py`.
+
+Who pays for what (the README's scoring rule): whatever goes wrong while receiving, reading, executing or
+scoring what the agent sent is charged to the agent: `agent_error` for its own failures and for breaking a
+bound (`green_agent.limits`), `internal_error` for a bug of ours met on the way (logged with its traceback).
+Both score 0 and are never excluded. Only `InfrastructureError` (our user simulator or judge unavailable) is
+excluded, after the engine has retried the trial; our LLM refusing a conversation the agent flooded is the
+agent's (`limits.llm_failure_outcome`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -19,20 +27,22 @@ from a2a.types import Part
 
 from green_agent.errors import AgentError, AgentProtocolError, InfrastructureError
 from green_agent.judge import Judge
-from green_agent.llm import TokenUsage
-from green_agent.models import (
-    ToolCallRecord,
-    TranscriptMessage,
-    TrialFinished,
-    TrialResult,
-    TurnTaken,
-    utcnow,
+from green_agent.limits import (
+    TRUNCATION_MARKER,
+    AgentLimits,
+    cut_text,
+    llm_failure_outcome,
+    message_bytes,
+    storable,
 )
+from green_agent.llm import TokenUsage
+from green_agent.models import ToolCallRecord, TranscriptMessage, TrialResult, TurnTaken, utcnow
 from green_agent.scoring import score, unscored
 from green_agent.usage import AgentUsageMeter, ModelPrice
 from green_agent.user_simulator import GREETING, UserSimulator, is_user_stop
 from green_agent.white_agent.client import Conversation
 from green_agent.white_agent.dialect import Dialect, ToolOutcome
+from green_agent.white_agent.intake import admit_reply
 from retail_domain import RetailData, RetailEnvironment, Task, TerminationReason
 
 log = logging.getLogger(__name__)
@@ -44,6 +54,9 @@ TRIAL_SEED_KEY = "tau2_trial_seed"
 """Message metadata key carrying the trial seed (upstream passes it to the agent's LLM as `seed`)."""
 
 EventSink = Callable[[Any], Awaitable[None]]
+
+MAX_ERROR_CHARS = 2_000
+"""A trial's stored error message is cut to this: agent-controlled text often ends up in it."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,7 @@ class TrialDeps:
     judge: Judge | None
     normalize_ids: bool
     emit: EventSink
+    limits: AgentLimits = field(default_factory=AgentLimits)
     turn_events: bool = True
     """False when nobody listens: then no `TurnTaken` is built per message."""
     user_model: str | None = None
@@ -84,6 +98,9 @@ class TrialState:
     num_errors: int = 0
     error: str | None = None
     db_hash: str | None = None
+    transcript_bytes: int = 0
+    agent_bytes: int = 0
+    """What counts against `max_agent_text_bytes_per_trial`: the agent's messages and its tool results."""
     user_tokens: TokenUsage | None = None
     agent_usage: AgentUsageMeter | None = None
 
@@ -92,9 +109,22 @@ class EventHandlerFailed(Exception):
     """The caller's `on_event` raised; its exception (the cause) stops the run, it is no trial outcome."""
 
 
+class TrialBoundReached(AgentProtocolError):
+    """The trial's transcript reached `max_transcript_bytes`, or what the agent put before our LLMs reached
+    `max_agent_text_bytes_per_trial`: the agent has said or asked for too much."""
+
+
+def _describe(exc: BaseException) -> str:
+    return _describe_text(f"{type(exc).__name__}: {exc}")
+
+
+def _describe_text(text: str) -> str:
+    return cut_text(storable(text), MAX_ERROR_CHARS, "error message")[0]
+
+
 async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
-    """Run, score and report one trial. Failures of the agent or of our dependencies become outcomes; only
-    cancellation and a failing event handler propagate."""
+    """Run and score one trial (the engine reports it). Failures of the agent or of our dependencies become
+    outcomes; only cancellation and a failing event handler propagate."""
     started = utcnow()
     state = TrialState()
     try:
@@ -103,22 +133,19 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
         assert exc.__cause__ is not None
         raise exc.__cause__ from None
     except AgentError as exc:
-        reason, state.error = TerminationReason.AGENT_ERROR, f"{type(exc).__name__}: {exc}"
-    except InfrastructureError as exc:
-        reason, state.error = TerminationReason.INFRASTRUCTURE_ERROR, f"{type(exc).__name__}: {exc}"
-    except Exception as exc:  # a bug of ours must not take other trials down; it is reported, not scored
-        log.exception("trial %s/%s crashed", spec.task.id, spec.trial)
-        reason = TerminationReason.INFRASTRUCTURE_ERROR
-        state.error = f"internal error: {type(exc).__name__}: {exc}"
+        reason, state.error = TerminationReason.AGENT_ERROR, _describe(exc)
+    except InfrastructureError as exc:  # excluded, unless the agent flooded the user simulator's context
+        reason, why = llm_failure_outcome(exc, state.agent_bytes, deps.limits)
+        state.error = _describe_text(f"{type(exc).__name__}: {why}")
+    except Exception as exc:  # a bug of ours, met while handling the agent's input: it scores 0, never helps
+        log.exception("trial %s/%s met an internal error", spec.task.id, spec.trial)
+        reason, state.error = TerminationReason.INTERNAL_ERROR, f"internal error: {_describe(exc)}"
+    state.warnings = [storable(w) for w in state.warnings]
     try:
-        result = await score(spec, deps, state, reason, started)
-    except Exception as exc:  # a scoring bug must not take the other trials down either
-        log.exception("scoring trial %s/%s crashed", spec.task.id, spec.trial)
-        result = unscored(
-            spec, deps, state, started, f"internal error while scoring: {type(exc).__name__}: {exc}"
-        )
-    await deps.emit(TrialFinished(result=result))
-    return result
+        return await score(spec, deps, state, reason, started)
+    except Exception as exc:  # a scoring bug must not take the other trials down, nor help this agent
+        log.exception("scoring trial %s/%s met an internal error", spec.task.id, spec.trial)
+        return unscored(spec, deps, state, started, f"internal error while scoring: {_describe(exc)}")
 
 
 async def _converse(spec: TrialSpec, deps: TrialDeps, state: TrialState) -> TerminationReason:
@@ -149,9 +176,38 @@ class _Loop:
         self.user = deps.user.session(spec.task, spec.seed)
         self.agent_usage = state.agent_usage = AgentUsageMeter(*deps.agent_usage_bounds)
 
-    async def record(self, role: Any, content: str | None, **extra: Any) -> None:
-        message = TranscriptMessage(index=len(self.state.transcript), role=role, content=content, **extra)
-        self.state.transcript.append(message)
+    async def record(self, role: Any, content: str | None, *, by_agent: bool = True, **extra: Any) -> None:
+        """Append a message. Past `max_transcript_bytes`, or for a message `by_agent` (its own, or a tool
+        result it asked for) past `max_agent_text_bytes_per_trial`, the message is cut to fit, marked, and
+        the trial ends: before the text can reach the user simulator or the judge."""
+        limits, state = self.deps.limits, self.state
+        # (setting, what the marker calls it, bound, bytes used): the one with the least room left applies
+        bounds = [
+            ("max_transcript_bytes", "trial transcript", limits.max_transcript_bytes, state.transcript_bytes)
+        ]
+        if by_agent:
+            agent_bound = limits.max_agent_text_bytes_per_trial
+            bounds.append(
+                ("max_agent_text_bytes_per_trial", "agent text per trial", agent_bound, state.agent_bytes)
+            )
+        name, what, bound, used = min(bounds, key=lambda b: b[2] - b[3])
+        marker = TRUNCATION_MARKER.format(what=what, limit=bound)
+        room = bound - len(marker.encode()) - used
+        size = message_bytes(content, extra.get("tool_calls"))
+        full = size > room
+        if full:  # keep what fits of the text; tool calls are dropped whole (they never ran)
+            kept = (content or "").encode()[: max(room, 0)].decode("utf-8", "ignore")
+            content, extra["tool_calls"] = kept + marker, None
+            size = message_bytes(content)
+        state.transcript_bytes += size
+        state.agent_bytes += size if by_agent else 0
+        message = TranscriptMessage(index=len(state.transcript), role=role, content=content, **extra)
+        state.transcript.append(message)
+        await self._announce(message)
+        if full:
+            raise TrialBoundReached(f"the trial reached {name}={bound}; the rest was not kept")
+
+    async def _announce(self, message: TranscriptMessage) -> None:
         if not self.deps.turn_events:
             return
         try:
@@ -173,11 +229,11 @@ class _Loop:
             text = await self.user.reply(agent_text)
         finally:
             self.state.user_tokens = self.user.usage
-        await self.record("user", text)
+        await self.record("user", text, by_agent=False)
         return text, self.after_step(TerminationReason.USER_STOP if is_user_stop(text) else None)
 
     async def run(self) -> TerminationReason:
-        await self.record("assistant", GREETING)  # fixed, not a step
+        await self.record("assistant", GREETING, by_agent=False)  # fixed, not a step
         user_text, done = await self.user_says(GREETING)
         if done:
             return done
@@ -191,7 +247,7 @@ class _Loop:
             position = len(self.state.transcript)
             usage_warnings = self.agent_usage.add(answer.metadata)
             self.state.warnings.extend(f"message {position}: {w}" for w in usage_warnings)
-            reply = self.dialect.parse(answer)
+            reply = admit_reply(answer, self.dialect, self.deps.limits)
             del answer
             self.state.warnings.extend(f"message {position}: {w}" for w in reply.warnings)
             text = reply.text or ""
@@ -222,6 +278,7 @@ class _Loop:
     async def execute(self, calls: list[ToolCallRecord]) -> list[ToolOutcome]:
         outcomes = []
         for call in calls:
+            await asyncio.sleep(0)  # one call at a time on the event loop: a reply may hold several slow ones
             result = self.env.call(call.name, call.arguments)
             self.state.num_errors += int(result.error)
             outcomes.append(ToolOutcome(call.id, call.name, result.content, result.error))

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from green_agent.errors import InfrastructureError
+from green_agent.limits import llm_failure_outcome
 from green_agent.llm import TokenUsage
 from green_agent.metrics import is_success
 from green_agent.models import (
@@ -65,8 +66,9 @@ async def score(
         try:
             outcome = await judge.judge(task.nl_assertions, state.transcript)
             judgement = _Judgement("judged", outcome.verdicts, outcome.judge_input, outcome.usage)
-        except InfrastructureError as exc:
-            reason, state.error = TerminationReason.INFRASTRUCTURE_ERROR, f"judge failed: {exc}"
+        except InfrastructureError as exc:  # excluded, unless the agent flooded the judge's context
+            reason, why = llm_failure_outcome(exc, state.agent_bytes, deps.limits)
+            state.error = f"judge failed: {why}"
 
     gold_hash = data.gold(task.id).db_hash
     db = check_db(state.db_hash, gold_hash) if state.db_hash is not None else None
@@ -185,14 +187,15 @@ def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:
 def unscored(
     spec: TrialSpec, deps: TrialDeps, state: TrialState, started: datetime, error: str
 ) -> TrialResult:
-    """The result of a trial that could not be scored: an infrastructure error, excluded from the metrics."""
+    """The result of a trial whose scoring met a bug of ours: `internal_error`, reward 0 (never excluded:
+    the agent's input may have provoked the bug, and it must not pay off)."""
     return TrialResult(
         task_id=spec.task.id,
         trial=spec.trial,
         seed=spec.seed,
-        termination_reason=str(TerminationReason.INFRASTRUCTURE_ERROR),
-        reward=None,
-        is_successful=None,
+        termination_reason=str(TerminationReason.INTERNAL_ERROR),
+        reward=0.0,
+        is_successful=False,
         transcript=state.transcript,
         protocol_warnings=state.warnings,
         error=error,

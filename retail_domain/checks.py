@@ -28,6 +28,8 @@ class TerminationReason(StrEnum):
     AGENT_ERROR = "agent_error"
     USER_ERROR = "user_error"
     INFRASTRUCTURE_ERROR = "infrastructure_error"
+    INTERNAL_ERROR = "internal_error"
+    """Not upstream's: a bug of ours met while handling the agent's input; scores 0, never excluded."""
 
 
 CLEAN_EXITS = frozenset({TerminationReason.USER_STOP, TerminationReason.AGENT_STOP})
@@ -96,11 +98,11 @@ def action_matches(action: GoldAction, name: str, arguments: dict[str, Any]) -> 
     if action.name != name:
         return False
     keys: Iterable[str] = arguments.keys() if action.compare_args is None else action.compare_args
-    keys = list(keys)
-    if not keys:
+    wanted = set(keys)  # a set: the agent controls how many keys its call has, so membership must be O(1)
+    if not wanted:
         return True
-    called = {k: v for k, v in arguments.items() if k in keys}
-    expected = {k: v for k, v in action.arguments.items() if k in keys}
+    called = {k: v for k, v in arguments.items() if k in wanted}
+    expected = {k: v for k, v in action.arguments.items() if k in wanted}
     return called == expected
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import json
 import warnings
+from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel
@@ -163,8 +164,17 @@ class RetailTools:
     def _check_item_counts(order: Entity, item_ids: list[str], missing: str) -> None:
         """Each id may be named at most as often as the order holds it; `missing` formats the error."""
         all_item_ids = [item["item_id"] for item in order["items"]]
+        counts: tuple[Counter[Any], Counter[Any]] | None
+        try:  # counted once, not per id: the agent chooses how many ids it names
+            counts = Counter(item_ids), Counter(all_item_ids)
+        except TypeError:  # unhashable "ids" (the agent's mistake): count by equality, as upstream
+            counts = None
         for item_id in item_ids:
-            if item_ids.count(item_id) > all_item_ids.count(item_id):
+            if counts is not None:
+                too_many = counts[0][item_id] > counts[1][item_id]
+            else:
+                too_many = item_ids.count(item_id) > all_item_ids.count(item_id)
+            if too_many:
                 raise ValueError(missing.format(item_id=item_id))
 
     @staticmethod

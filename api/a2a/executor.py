@@ -18,7 +18,7 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import Artifact, Part, TaskState, TaskStatus
 
-from api.a2a.request import RequestError, parse_request
+from api.a2a.request import RequestError, parse_request, redact_request
 from api.a2a.result import RESULT_ARTIFACT, result_parts
 from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord
 from api.events import Lagged, StatusChanged, Subscription, TrialDone
@@ -69,6 +69,11 @@ class AssessmentExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         if context.message is None:
             raise ValueError("execute() without a message")
+        text = request_text(context)
+        redacted = redact_request(text)
+        if redacted is not None:  # before the message is kept in the task's history
+            del context.message.parts[:]
+            context.message.parts.append(Part(text=redacted))
         task = context.current_task or new_task_from_user_message(context.message)
         await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
@@ -76,7 +81,7 @@ class AssessmentExecutor(AgentExecutor):
         runtime = self.runtime
         try:
             config, notes = parse_request(
-                request_text(context),
+                text,
                 split_ids=runtime.data.splits,
                 user_models=runtime.settings.user_model_names(),
             )

@@ -43,6 +43,10 @@ class AgentBeatsConfig(BaseModel):
     max_concurrent: int | None = Field(default=None, ge=1, le=512)
     split: str | None = None
     dialect: str | None = None
+    agent_headers: dict[str, str] | None = Field(
+        default=None,
+        description="Headers for the white agent (its credentials); never shown or stored in the task.",
+    )
 
     @field_validator("task_ids", mode="before")
     @classmethod
@@ -89,6 +93,26 @@ class AgentBeatsRequest(BaseModel):
             roles = ", ".join(sorted(value)) or "none"
             raise ValueError(f'participants must name the role "agent" (the agent under test); got {roles}')
         return value
+
+
+REDACTED = "[redacted]"
+
+
+def redact_request(text: str) -> str | None:
+    """The request text with the values of `config.agent_headers` replaced, for the A2A task's history (which
+    tasks/get returns); None when there is nothing to redact."""
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    config = payload.get("config") if isinstance(payload, dict) else None
+    if not isinstance(config, dict) or config.get("agent_headers") is None:
+        return None
+    headers = config["agent_headers"]
+    config["agent_headers"] = (
+        {str(name): REDACTED for name in headers} if isinstance(headers, dict) else REDACTED
+    )
+    return json.dumps(payload)
 
 
 def shard(task_ids: list[str], index: int, count: int) -> list[str]:
@@ -160,6 +184,7 @@ def parse_request(
             concurrency=cfg.max_concurrent or 8,
             dialect=dialect,
             user_model=user_model,
+            agent_headers=cfg.agent_headers or {},
         )
     except ValidationError as exc:
         raise RequestError(f"Invalid request: {_describe(exc)}. {EXPECTED}") from None

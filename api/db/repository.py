@@ -12,7 +12,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -72,6 +72,8 @@ class AssessmentRecord:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    agent_headers: dict[str, str] = field(default_factory=dict, repr=False)
+    """For the engine only: never returned, logged or shown."""
 
     @property
     def finished(self) -> bool:
@@ -90,6 +92,7 @@ class NewAssessment:
     idempotency_key: str | None = None
     a2a_task_id: str | None = None
     a2a_context_id: str | None = None
+    agent_headers: dict[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,7 @@ def _record(row: AssessmentRow) -> AssessmentRecord:
         created_at=row.created_at,
         started_at=row.started_at,
         finished_at=row.finished_at,
+        agent_headers=dict(row.agent_headers or {}),
     )
 
 
@@ -292,6 +296,7 @@ class AssessmentRepository:
             trials_done=0,
             run_seconds=0.0,
             report=None,
+            agent_headers=dict(new.agent_headers) or None,
             error=None,
             created_at=now,
             started_at=None,

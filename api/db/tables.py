@@ -84,6 +84,10 @@ class AssessmentRow(Base):
         Float, default=0.0, server_default="0", doc="Running time summed over every process that ran it."
     )
     report: Mapped[dict[str, Any] | None]
+    agent_headers: Mapped[dict[str, Any] | None] = mapped_column(
+        JSON,
+        doc="Headers sent to the white agent (its credentials): read by the engine only, never returned.",
+    )
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     started_at: Mapped[datetime | None]

@@ -6,28 +6,67 @@ whole pool on every request), so conversations are spread over clients of at mos
 Delivery rule: a message is re-sent only when the connection was never established (so it cannot have been
 delivered). Everything else (timeout, HTTP or A2A error, a failed task, an empty answer) becomes an
 `AgentError` at once; library exceptions are translated here and nowhere else.
+
+Egress: every connection goes through the pool's `EgressPolicy` (`egress.py`), and so do the endpoints an
+agent card advertises. Failures do not tell port states apart: a card that cannot be fetched, whatever the
+reason, reads "could not reach the agent", and so does any failure at an endpoint the card advertises on
+another origin than the agent URL (only the agent's own origin gets detailed errors, for vendors debugging).
+Optional per-assessment headers (the agent's own credentials) go with every request to the agent, and
+nowhere else: never into messages, errors or logs.
+
+Size rule: every response body is read through `_BoundedTransport`, which stops reading past `max_reply_bytes`
+and refuses bodies with more JSON values than `max_reply_values`, before the A2A SDK parses them (it does so
+on the event loop). Compressed bodies are refused: a small body could inflate without bound.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
-from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientTimeoutError
 from a2a.helpers import get_data_parts, get_text_parts
-from a2a.types import AgentCard, GetTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState
+from a2a.types import (
+    AgentCard,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
 from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
 
-from green_agent.errors import AgentError, AgentProtocolError, AgentTimeoutError, AgentUnreachableError
+from green_agent.errors import (
+    AgentEgressError,
+    AgentError,
+    AgentProtocolError,
+    AgentTimeoutError,
+    AgentUnreachableError,
+)
+from green_agent.limits import AgentLimits, reply_values
+from green_agent.white_agent.egress import (
+    UNREACHABLE,
+    EgressPolicy,
+    Resolver,
+    egress_refusal_in,
+    egress_transport,
+)
+
+log = logging.getLogger(__name__)
 
 _FAILED_STATES = {
     TaskState.TASK_STATE_FAILED: "failed",
@@ -36,6 +75,9 @@ _FAILED_STATES = {
     TaskState.TASK_STATE_AUTH_REQUIRED: "auth-required",
 }
 _PENDING_STATES = {TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING}
+_USED_BINDINGS = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)
+AgentHeaders = dict[str, str]
+ENDPOINT_UNREACHABLE = f"{UNREACHABLE} at the A2A endpoint its card advertises"
 
 
 @dataclass(frozen=True)
@@ -59,6 +101,57 @@ class ClientLimits:
     connect_retries: int = 3
     retry_backoff_s: float = 0.25
     poll_interval_s: float = 0.25
+    max_reply_bytes: int = AgentLimits().max_reply_bytes
+    max_reply_values: int = AgentLimits().max_reply_values
+
+    @property
+    def retry_schedule_s(self) -> float:
+        """Total wait between the connection attempts of one message (or card)."""
+        return sum(self.retry_backoff_s * 2**i for i in range(self.connect_retries))
+
+
+class _BoundedTransport(httpx.AsyncBaseTransport):
+    """Wraps the transport that connects: reads each response body in full, but never past `max_bytes`;
+    refuses compressed bodies and bodies with more than `max_values` JSON values. Raises
+    `AgentProtocolError`, which the SDK lets through."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, *, max_bytes: int, max_values: int) -> None:
+        self._inner, self._max_bytes, self._max_values = inner, max_bytes, max_values
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.headers["Accept-Encoding"] = "identity"
+        response = await self._inner.handle_async_request(request)
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            if encoding not in ("", "identity"):
+                raise AgentProtocolError(f"the agent sent a {encoding!r}-encoded body; only identity is read")
+            async for chunk in response.stream:  # type: ignore[union-attr]
+                size += len(chunk)
+                if size > self._max_bytes:
+                    raise AgentProtocolError(
+                        f"the agent's response is larger than {self._max_bytes} bytes (max_reply_bytes)"
+                    )
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+        body = b"".join(chunks)
+        if reply_values(body) > self._max_values:
+            raise AgentProtocolError(
+                f"the agent's response holds more than {self._max_values} JSON values (max_reply_values)"
+            )
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "transfer-encoding"]
+        return httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=body,
+            request=request,
+            extensions=response.extensions,
+        )
 
 
 @dataclass
@@ -81,9 +174,13 @@ class _Slot:
 
 @dataclass
 class WhiteAgentPool:
-    """Owns the httpx clients and agent cards; create one per engine and `aclose()` it."""
+    """Owns the httpx clients and agent cards of one egress policy; create one per engine and policy, and
+    `aclose()` it."""
 
     limits: ClientLimits = field(default_factory=ClientLimits)
+    policy: EgressPolicy = field(default_factory=EgressPolicy)
+    resolver: Resolver | None = None
+    """Host name resolution (None = the system resolver); tests inject one."""
     _slots: list[_Slot] = field(default_factory=list, init=False)
     _cards: dict[str, AgentCard] = field(default_factory=dict, init=False)
     _card_locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
@@ -110,16 +207,13 @@ class WhiteAgentPool:
             write=limits.write_timeout_s,
             pool=limits.read_timeout_s,
         )
-        http = httpx.AsyncClient(
-            timeout=timeout,
-            verify=self._ssl_context(),
-            # A conversation has at most one request in flight, so this many connections always suffice;
-            # fewer connections per client keeps httpcore's per-request pool scan short.
-            limits=httpx.Limits(
-                max_connections=limits.conversations_per_client,
-                max_keepalive_connections=limits.conversations_per_client,
-            ),
+        # A conversation has at most one request in flight, so this many connections always suffice;
+        # fewer connections per client keeps httpcore's per-request pool scan short.
+        connections = httpx.Limits(
+            max_connections=limits.conversations_per_client,
+            max_keepalive_connections=limits.conversations_per_client,
         )
+        http = httpx.AsyncClient(timeout=timeout, transport=self._transport(connections))
         config = ClientConfig(
             httpx_client=http,
             streaming=False,  # one answer per message; the turn timeout bounds it
@@ -129,14 +223,23 @@ class WhiteAgentPool:
         self._slots.append(slot)
         return slot
 
+    def _transport(self, limits: httpx.Limits) -> httpx.AsyncBaseTransport:
+        connecting = egress_transport(
+            self.policy, self.resolver, ssl_context=self._ssl_context(), limits=limits
+        )
+        return _BoundedTransport(
+            connecting, max_bytes=self.limits.max_reply_bytes, max_values=self.limits.max_reply_values
+        )
+
     def _acquire_slot(self) -> _Slot:
         free = [s for s in self._slots if s.active < self.limits.conversations_per_client]
         slot = min(free, key=lambda s: s.active) if free else self._new_slot()
         slot.active += 1
         return slot
 
-    async def card(self, agent_url: str) -> AgentCard:
-        """The agent's card, fetched once and cached (failures are not cached)."""
+    async def card(self, agent_url: str, headers: AgentHeaders | None = None) -> AgentCard:
+        """The agent's card, fetched once and cached (failures are not cached). Raises `AgentEgressError`
+        when the card advertises an endpoint the policy refuses."""
         cached = self._cards.get(agent_url)
         if cached is not None:
             return cached
@@ -146,9 +249,10 @@ class WhiteAgentPool:
                 return self._cards[agent_url]
             if self._card_http is None:  # its own client: card fetches never queue behind conversations
                 self._card_http = httpx.AsyncClient(
-                    timeout=self.limits.card_timeout_s, verify=self._ssl_context()
+                    timeout=self.limits.card_timeout_s, transport=self._transport(httpx.Limits())
                 )
-            card = await self._fetch_card(self._card_http, agent_url)
+            card = await self._fetch_card(self._card_http, agent_url, headers or {})
+            self._check_endpoints(card)
             self._cards[agent_url] = card
             return card
 
@@ -156,34 +260,60 @@ class WhiteAgentPool:
         """Drop the cached card, so the next conversation fetches it afresh (once per assessment)."""
         self._cards.pop(agent_url, None)
 
-    async def _fetch_card(self, http: httpx.AsyncClient, agent_url: str) -> AgentCard:
+    async def _fetch_card(self, http: httpx.AsyncClient, agent_url: str, headers: AgentHeaders) -> AgentCard:
+        """Every failure reads the same (closed port, open port that is not HTTP, HTTP that is not A2A,
+        timeout), and all but a timeout are retried alike, so they take about as long: the requester learns
+        whether an A2A agent answered there, and nothing else. The operator's log keeps the detail."""
         resolver = A2ACardResolver(http, agent_url)
-        last: Exception | None = None
+        unreachable = f"{UNREACHABLE} at {agent_url}: no A2A agent card was served there"
         for attempt in range(self.limits.connect_retries + 1):
             if attempt:
                 await asyncio.sleep(self.limits.retry_backoff_s * 2 ** (attempt - 1))
             try:
                 async with asyncio.timeout(self.limits.card_timeout_s):
-                    return await resolver.get_agent_card(http_kwargs={"timeout": self.limits.card_timeout_s})
-            except TimeoutError as exc:
-                raise AgentTimeoutError(f"agent card at {agent_url} not served within the timeout") from exc
+                    return await resolver.get_agent_card(
+                        http_kwargs={"timeout": self.limits.card_timeout_s, "headers": headers}
+                    )
             except Exception as exc:
-                if not _never_delivered(exc):
-                    raise AgentProtocolError(f"could not read the agent card at {agent_url}: {exc}") from exc
-                last = exc
-        raise AgentUnreachableError(f"could not connect to {agent_url} to read its agent card: {last}")
+                refused = egress_refusal_in(exc)
+                if refused is not None:
+                    raise AgentEgressError(str(refused)) from None
+                log.info("agent card at %s not read: %s", agent_url, _describe(exc))
+                if isinstance(exc, TimeoutError):
+                    break
+        raise AgentUnreachableError(unreachable)
+
+    def _check_endpoints(self, card: AgentCard) -> None:
+        """Every endpoint the card offers for the bindings this client uses must pass the policy as a URL
+        (the addresses behind it are checked again at each connection)."""
+        for interface in card.supported_interfaces:
+            if interface.protocol_binding not in _USED_BINDINGS:
+                continue  # never connected to
+            reason = self.policy.url_refusal(interface.url)
+            if reason is not None:
+                shown = interface.url if len(interface.url) <= 200 else interface.url[:200] + "…"
+                raise AgentEgressError(f"the agent card advertises the endpoint {shown!r}, refused: {reason}")
 
     @asynccontextmanager
-    async def conversation(self, agent_url: str, *, turn_timeout_s: float) -> AsyncIterator[Conversation]:
+    async def conversation(
+        self, agent_url: str, *, turn_timeout_s: float, headers: AgentHeaders | None = None
+    ) -> AsyncIterator[Conversation]:
         """A fresh A2A context (one per trial) on one of the pooled clients."""
-        card = await self.card(agent_url)
+        card = await self.card(agent_url, headers)
         slot = self._acquire_slot()
         try:
             try:
                 client = slot.client_for(agent_url, card)
             except ValueError as exc:
                 raise AgentProtocolError(f"the agent card offers no usable transport: {exc}") from exc
-            yield Conversation(client=client, card=card, turn_timeout_s=turn_timeout_s, limits=self.limits)
+            yield Conversation(
+                client=client,
+                card=card,
+                turn_timeout_s=turn_timeout_s,
+                limits=self.limits,
+                call_context=ClientCallContext(service_parameters=dict(headers)) if headers else None,
+                detailed_errors=_same_origin_endpoints(agent_url, card),
+            )
         finally:
             slot.active -= 1
 
@@ -204,6 +334,11 @@ class Conversation:
     card: AgentCard
     turn_timeout_s: float
     limits: ClientLimits
+    call_context: ClientCallContext | None = field(default=None, repr=False)
+    """Carries the assessment's agent headers with every request."""
+    detailed_errors: bool = True
+    """False when the card's endpoints are on another origin than the agent URL: failures there read
+    "could not reach the agent" whatever happened, so a card cannot turn the service into a port scanner."""
     context_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     metadata: dict[str, Any] = field(default_factory=dict)
     """Sent with every message (the trial seed, for agents that want reproducible LLM calls)."""
@@ -225,7 +360,9 @@ class Conversation:
                 context_id=self.context_id,
                 task_id=self._open_task_id,
                 metadata=self.metadata or None,
-            )
+            ),
+            # The answer only, not the task's history (which repeats our own messages and only grows).
+            configuration=SendMessageConfiguration(history_length=0),
         )
         del parts
         try:
@@ -236,6 +373,14 @@ class Conversation:
         except AgentError:
             raise
         except Exception as exc:  # translate whatever the SDK or httpx raised; the trial records the reason
+            refused = egress_refusal_in(exc)
+            if refused is not None:
+                raise AgentEgressError(str(refused)) from None
+            if not self.detailed_errors:
+                log.info("agent endpoint failed: %s", _describe(exc))
+                # As long as the retries of a closed port take, so the time does not tell either.
+                await asyncio.sleep(self.limits.retry_schedule_s)
+                raise AgentUnreachableError(ENDPOINT_UNREACHABLE) from None
             raise AgentProtocolError(_describe(exc)) from exc
         if not reply.text.strip() and not reply.data:
             raise AgentProtocolError("the agent's answer was empty (no text and no data)")
@@ -254,11 +399,12 @@ class Conversation:
                 if not _never_delivered(exc):
                     raise
                 last = exc
-        raise AgentUnreachableError(f"could not connect to the agent: {_describe(last)}")
+        log.info("agent endpoint not reached: %s", _describe(last))
+        raise AgentUnreachableError(ENDPOINT_UNREACHABLE)
 
     async def _send_once(self, request: SendMessageRequest) -> AgentReply:
         final: Any = None
-        async for event in self.client.send_message(request):
+        async for event in self.client.send_message(request, context=self.call_context):
             final = event
         if final is None:
             raise AgentProtocolError("the agent sent no response")
@@ -272,7 +418,9 @@ class Conversation:
     async def _reply_from_task(self, task: Task) -> AgentReply:
         while task.status.state in _PENDING_STATES:
             await asyncio.sleep(self.limits.poll_interval_s)
-            task = await self.client.get_task(GetTaskRequest(id=task.id))
+            task = await self.client.get_task(
+                GetTaskRequest(id=task.id, history_length=0), context=self.call_context
+            )
         state = task.status.state
         status_parts = list(task.status.message.parts) if task.status.HasField("message") else []
         if state in _FAILED_STATES:
@@ -301,6 +449,16 @@ def _reply_from_parts(parts: list[Part], message: Message | None = None) -> Agen
         MessageToDict(message.metadata) if message is not None and message.HasField("metadata") else None
     )
     return AgentReply(text=text, data=tuple(get_data_parts(parts)), metadata=metadata)
+
+
+def _same_origin_endpoints(agent_url: str, card: AgentCard) -> bool:
+    def origin(url: str) -> tuple[str, str, int]:
+        parts = urlsplit(url)
+        default_port = 443 if parts.scheme == "https" else 80
+        return parts.scheme, (parts.hostname or "").lower(), parts.port or default_port
+
+    used = [i.url for i in card.supported_interfaces if i.protocol_binding in _USED_BINDINGS]
+    return all(origin(url) == origin(agent_url) for url in used)
 
 
 def _never_delivered(exc: BaseException | None) -> bool:

@@ -8,6 +8,8 @@ Green -> white:
   "content", "error"}]}`.
 White -> green: DataPart `{"tool_calls": [{"id"?, "name", "arguments"}]}` to call tools (text alongside is
 kept in the transcript but not shown to the customer, as in tau2), or text alone to talk to the customer.
+Text that looks like a text-dialect tool call is read as text all the same, with a protocol warning: the
+agent probably speaks the text dialect only.
 """
 
 from __future__ import annotations
@@ -20,11 +22,21 @@ from a2a.types import Part
 
 from green_agent.white_agent.client import AgentReply
 from green_agent.white_agent.dialect import STRUCTURED_DIALECT_URI, ToolOutcome
-from green_agent.white_agent.reply_parsing import ParsedCall, ParsedReply
+from green_agent.white_agent.reply_parsing import (
+    DEFAULT_MAX_DEPTH,
+    ParsedCall,
+    ParsedReply,
+    ShapeError,
+    calls_from_json,
+    json_candidates,
+)
 
 
 class StructuredDialect:
     name = "structured"
+
+    def __init__(self, max_json_depth: int = DEFAULT_MAX_DEPTH) -> None:
+        self.max_json_depth = max_json_depth
 
     def opening(self, *, policy: str, tools: list[dict[str, Any]], user_text: str) -> list[Part]:
         frame = {"dialect": STRUCTURED_DIALECT_URI, "type": "session_start", "policy": policy, "tools": tools}
@@ -57,10 +69,26 @@ class StructuredDialect:
                 else:
                     calls.append(call)
         text = reply.text if reply.text.strip() else None
+        if text is not None and (name := self._tool_call_in(text)) is not None:
+            warnings.append(
+                f"the reply's text looks like a call of tool {name[:60]!r}; under the structured dialect "
+                'tool calls go in a DataPart {"tool_calls": [...]}, so it was treated as text'
+                + ("" if calls else " for the customer")
+            )
         if not calls and text is None:
             warnings.append("reply held no tool call and no text; its data was sent to the user as text")
             text = json.dumps(list(reply.data))
         return ParsedReply(calls=tuple(calls), text=text, warnings=tuple(warnings))
+
+    def _tool_call_in(self, text: str) -> str | None:
+        """The tool name, when the text holds JSON that reads as a text-dialect tool call."""
+        for candidate in json_candidates(text, self.max_json_depth):
+            try:
+                calls = calls_from_json(candidate, self.max_json_depth)
+            except ShapeError:
+                continue
+            return calls[0].name
+        return None
 
 
 def _call(raw: Any) -> ParsedCall | None:

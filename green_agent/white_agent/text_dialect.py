@@ -16,7 +16,13 @@ from a2a.types import Part
 
 from green_agent.white_agent.client import AgentReply
 from green_agent.white_agent.dialect import ToolOutcome
-from green_agent.white_agent.reply_parsing import RESPOND, ParsedReply, calls_from_json, parse_text_reply
+from green_agent.white_agent.reply_parsing import (
+    DEFAULT_MAX_DEPTH,
+    RESPOND,
+    ParsedReply,
+    calls_from_json,
+    parse_text_reply,
+)
 
 RESPOND_SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -85,6 +91,9 @@ def _tools_json(tools: list[dict[str, Any]]) -> str:
 class TextDialect:
     name = "text"
 
+    def __init__(self, max_json_depth: int = DEFAULT_MAX_DEPTH) -> None:
+        self.max_json_depth = max_json_depth
+
     def opening(self, *, policy: str, tools: list[dict[str, Any]], user_text: str) -> list[Part]:
         return [new_text_part(_frame_head(policy, _tools_json(tools)) + user_text)]
 
@@ -96,14 +105,15 @@ class TextDialect:
 
     def parse(self, reply: AgentReply) -> ParsedReply:
         if reply.text.strip():
-            return parse_text_reply(reply.text)
+            return parse_text_reply(reply.text, self.max_json_depth)
         # No text, only DataParts: accept a call there too, as agents of other greens sometimes do.
         for payload in reply.data:
             try:
-                calls = calls_from_json(payload)
+                calls = calls_from_json(payload, self.max_json_depth)
             except ValueError:
                 continue
-            return parse_text_reply(json.dumps([{"name": c.name, "arguments": c.arguments} for c in calls]))
+            as_text = json.dumps([{"name": c.name, "arguments": c.arguments} for c in calls])
+            return parse_text_reply(as_text, self.max_json_depth + 2)  # + the list and call around arguments
         return ParsedReply(
             text=json.dumps(list(reply.data)),
             warnings=("reply held only data the text dialect cannot read; it was sent to the user as text",),

@@ -79,6 +79,7 @@ class GreenProcess:
         env: dict[str, str] | None = None,
     ) -> None:
         self.database_url = database_url
+        self.env = env or {}
         self.port = port
         self.url = f"http://127.0.0.1:{port}/"
         self.log_path = log_path

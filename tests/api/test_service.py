@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 from sqlalchemy import text
 
 from api.db.engine import create_engine
 from api.db.repository import COMPLETED, FAILED
+from api.metrics import TurnClock
 from api.runtime import open_runtime
+from api.service import _Opened
 from green_agent.config import AssessmentConfig, TaskSelection
+from green_agent.engine import AssessmentRun
+from green_agent.models import TranscriptMessage, TrialResult
 from tests.api.servers import green_settings
 
 
@@ -104,3 +110,42 @@ async def test_writes_blocked_for_a_while_are_retried(tmp_path: Path, oracle_url
 
     assert final.status == COMPLETED, final.error
     assert final.trials_done == 1
+
+
+async def test_a_trial_the_database_refuses_is_stored_as_an_internal_error_stand_in(
+    database_url: str,
+) -> None:
+    """Agent content is made storable before it reaches SQL; if some still got through (a bug of ours), the
+    database's refusal must neither fail the assessment nor help the agent: an internal_error stand-in with
+    reward 0 is stored instead, and the report is rebuilt from what was stored."""
+    now = datetime.now(UTC)
+    unstorable = TrialResult(
+        task_id="0",
+        trial=0,
+        seed=1,
+        termination_reason="user_stop",
+        reward=1.0,
+        is_successful=True,
+        transcript=[TranscriptMessage(index=0, role="assistant", content="lone \ud800 surrogate")],
+        started_at=now,
+        finished_at=now,
+    )
+    async with open_runtime(green_settings(database_url)) as runtime:
+        config = AssessmentConfig(agent_url="http://127.0.0.1:9/", tasks=TaskSelection(task_ids=["0"]))
+        record, _ = await runtime.service.create(config, source="cli", start=False)
+        opened = _Opened(
+            run=cast(AssessmentRun, None),
+            turns=TurnClock("test"),
+            trials_total=1,
+            base_seconds=0,
+            opened_at=0,
+        )
+        assert await runtime.service._store(record.id, unstorable, opened)
+        (stored,) = await runtime.repository.trial_results(record.id)
+        await runtime.service._finish_if_done(record.id)  # the last trial: the report, from storage
+        final = await runtime.service.get(record.id)
+    assert stored.termination_reason == "internal_error" and stored.reward == 0.0
+    assert stored.error is not None and "could not be stored" in stored.error
+    assert (stored.transcript[0].content or "").startswith("[transcript not stored")
+    assert final.status == COMPLETED and final.report is not None
+    assert final.report.termination_counts == {"internal_error": 1} and final.report.avg_reward == 0.0

@@ -9,6 +9,8 @@ from pydantic import ValidationError
 
 from api.settings import Settings
 from green_agent.config import EngineSettings
+from green_agent.limits import AgentLimits
+from green_agent.white_agent.egress import EgressPolicy
 
 
 def test_defaults_run_with_zero_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,11 +48,27 @@ def test_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"max_concurrent_trials": 4, "max_concurrent_per_agent": 8}, "cannot exceed"),
         ({"card_url": "ftp://x"}, "card_url must be"),
         ({"max_concurrent_trials": 0}, "greater than or equal to 1"),
+        ({"max_id_chars": 256}, "less than or equal to 255"),
+        ({"max_json_depth": 1}, "greater than or equal to 2"),
+        ({"egress_deny": ["10.0.0.0/8", "not a host!"]}, "neither a network"),
+        ({"tenant_slot_share": 0}, "greater than 0"),
     ],
 )
 def test_nonsense_is_refused(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         Settings(_env_file=None, **overrides)
+
+
+def test_egress_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GREEN_AGENT_EGRESS_ALLOW", '["10.1.0.0/16", ".agents.corp"]')
+    monkeypatch.setenv("GREEN_AGENT_EGRESS_DENY", '["10.1.9.0/24"]')
+    monkeypatch.setenv("GREEN_AGENT_ALLOW_PRIVATE_AGENTS", "false")
+    policy = Settings(_env_file=None).egress_policy()
+    assert policy.allow_private is False and policy.allow_hosts == (".agents.corp",)
+    assert [str(n) for n in policy.allow_networks] == ["10.1.0.0/16"]
+    assert [str(n) for n in policy.deny_networks] == ["10.1.9.0/24"]
+    assert Settings(_env_file=None).egress_policy(allow_private=True).allow_private is True
+    assert Settings(_env_file=None, _env_prefix="NONE_").egress_policy() == EgressPolicy()
 
 
 def test_card_url() -> None:
@@ -70,8 +88,10 @@ def test_every_engine_setting_is_exposed(monkeypatch: pytest.MonkeyPatch) -> Non
     # Operator-facing names that differ from the engine's; every other EngineSettings field keeps its name.
     renamed = {"judge": "judge_model"}
     exposed = set(Settings.model_fields)
-    missing = [f for f in EngineSettings.model_fields if renamed.get(f, f) not in exposed]
+    missing = [f for f in EngineSettings.model_fields if f != "limits" and renamed.get(f, f) not in exposed]
     assert missing == []
+    # The bounds on the white agent are flat operator settings, one per AgentLimits field.
+    assert [f for f in AgentLimits.model_fields if f not in exposed] == []
     # The defaults are the engine's own.
     settings = Settings(_env_file=None)
     assert settings.engine_settings() == EngineSettings()
@@ -81,7 +101,12 @@ def test_every_engine_setting_is_exposed(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("GREEN_AGENT_MAX_CONCURRENT_TRIALS", "256")
     monkeypatch.setenv("GREEN_AGENT_MAX_CONCURRENT_PER_AGENT", "128")
     monkeypatch.setenv("GREEN_AGENT_NORMALIZE_IDS", "true")
+    monkeypatch.setenv("GREEN_AGENT_MAX_TOOL_CALLS", "4")
+    monkeypatch.setenv("GREEN_AGENT_TRIAL_RETRIES", "0")
+    monkeypatch.setenv("GREEN_AGENT_MAX_AGENT_TEXT_BYTES_PER_TRIAL", "65536")
     engine = Settings(_env_file=None).engine_settings()
+    assert engine.limits.max_tool_calls == 4 and engine.trial_retries == 0
+    assert engine.limits.max_agent_text_bytes_per_trial == 65536
     assert engine.scripted_user_delay_s == 0.2 and engine.conversations_per_client == 4
     assert (engine.max_concurrent_trials, engine.max_concurrent_per_agent) == (256, 128)
     assert engine.normalize_ids is True

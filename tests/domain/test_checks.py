@@ -29,9 +29,11 @@ def test_termination_gate() -> None:
         "agent_error",
         "user_error",
         "infrastructure_error",
+        "internal_error",
     ]
     assert is_clean_exit(TerminationReason.USER_STOP) and is_clean_exit("agent_stop")
-    assert not any(is_clean_exit(r) for r in ("max_steps", "too_many_errors", "agent_error", "user_error"))
+    unclean = ("max_steps", "too_many_errors", "agent_error", "user_error", "internal_error")
+    assert not any(is_clean_exit(r) for r in unclean)
 
 
 def test_check_db() -> None:

@@ -16,7 +16,12 @@ from retail_domain import RetailData
 from tests.engine.conftest import run
 from tests.support.fake_llm import FakeReply, last_user_text, serve_fake_llm
 
-FAST_RETRIES = {"llm_max_retries": 1, "llm_retry_backoff_s": 0.01}
+FAST_RETRIES = {
+    "llm_max_retries": 1,
+    "llm_retry_backoff_s": 0.01,
+    "trial_retries": 1,
+    "trial_retry_backoff_s": 0.01,
+}
 
 
 def _task_of(body: dict[str, Any]) -> str:
@@ -103,7 +108,8 @@ async def test_failing_judge_makes_an_infrastructure_error_that_is_excluded(data
     ):
         settings = {"judge": LLMEndpoint(model="fake-judge", base_url=judge.base_url), **FAST_RETRIES}
         report, events = await run(data, AssessmentConfig(agent_url=url, tasks=tasks), **settings)
-    assert len(judge.requests) == 2  # first attempt + one retry, for task 2 only
+    # task 2 only: (first call + one LLM retry) in the trial, and again when the trial itself is run again
+    assert len(judge.requests) == 4
     failed = events.by_task()["2"]
     assert failed.termination_reason == "infrastructure_error" and failed.reward is None
     assert failed.error is not None and "judge failed" in failed.error and "HTTP 503" in failed.error
@@ -180,7 +186,7 @@ async def test_failing_user_llm_is_an_infrastructure_error(data: RetailData) -> 
         report, events = await run(
             data, AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["1"])), **settings
         )
-    assert len(user_llm.requests) == 2  # the empty reply was retried once
+    assert len(user_llm.requests) == 4  # the empty reply was retried once, in the trial and in its retry
     (result,) = events.results
     assert result.termination_reason == "infrastructure_error" and result.reward is None
     assert result.error is not None and "empty reply" in result.error

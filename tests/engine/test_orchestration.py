@@ -27,7 +27,7 @@ from green_agent.reference_agents.replies import Incoming, agent_message, call_p
 from green_agent.user_simulator import SCRIPTED_OPENING
 from retail_domain import TOOL_SCHEMAS, RetailData
 from tests.engine.conftest import Collector, engine_for, run
-from tests.support.agents import FunctionExecutor, serve_executor
+from tests.support.agents import ConcurrencyProbe, FunctionExecutor, serve_executor
 
 ONE = TaskSelection(task_ids=["5"])
 
@@ -179,31 +179,25 @@ async def test_resume_runs_only_missing_trials(data: RetailData) -> None:
 
 
 async def test_concurrency_bounds_per_assessment_and_per_agent(data: RetailData) -> None:
-    in_flight = 0
-    peak = 0
-
-    async def slow(incoming: Incoming, context: RequestContext, queue: EventQueue) -> None:
-        nonlocal in_flight, peak
-        in_flight += 1
-        peak = max(peak, in_flight)
-        await asyncio.sleep(0.05)
-        in_flight -= 1
-        await queue.enqueue_event(agent_message(text_parts(False, "Done."), context.context_id))
-
+    probe = ConcurrencyProbe()
     tasks = TaskSelection(split="test", num_tasks=12)
-    async with serve_executor(FunctionExecutor(slow)) as url:
+    async with serve_executor(FunctionExecutor(probe)) as url:
         await run(data, AssessmentConfig(agent_url=url, tasks=tasks, concurrency=3))
-        assert peak == 3
-        peak = 0
+        assert probe.peak == 3
+        probe.peak = 0
         async with engine_for(data, max_concurrent_per_agent=4) as engine:
             await asyncio.gather(
                 *(engine.run(AssessmentConfig(agent_url=url, tasks=tasks, concurrency=8)) for _ in range(2))
             )
-        assert peak == 4
-        peak = 0
-        async with engine_for(data, max_concurrent_trials=2) as engine:
+        assert probe.peak == 4
+        probe.peak = 0
+        # The fair-share caps keep slots back for other tenants (tests/engine/test_fair_slots.py); with
+        # shares of 1 the global bound alone binds.
+        async with engine_for(
+            data, max_concurrent_trials=2, tenant_slot_share=1.0, assessment_slot_share=1.0
+        ) as engine:
             await engine.run(AssessmentConfig(agent_url=url, tasks=tasks, concurrency=8))
-        assert peak == 2
+        assert probe.peak == 2
 
 
 async def test_cancelling_run_cancels_in_flight_trials(data: RetailData) -> None:
@@ -223,7 +217,8 @@ async def test_cancelling_run_cancels_in_flight_trials(data: RetailData) -> None
             await running
         assert time.monotonic() - begin < 2
         # the engine is still usable afterwards: its conversation slots were all released
-        assert all(slot.active == 0 for slot in engine._pool._slots)
+        assert all(slot.active == 0 for pool in engine._pools.values() for slot in pool._slots)
+        assert engine.slots.in_use == 0
 
 
 async def test_failing_event_handler_stops_the_run_with_its_own_error(data: RetailData) -> None:

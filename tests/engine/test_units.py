@@ -177,7 +177,7 @@ def test_report_excludes_infrastructure_and_not_judged() -> None:
 
 
 def test_config_validation_messages() -> None:
-    with pytest.raises(ValidationError, match="agent_url must be an http"):
+    with pytest.raises(ValidationError, match="only http:// or https:// URLs"):
         AssessmentConfig(agent_url="ftp://agent")
     with pytest.raises(ValidationError):
         AssessmentConfig(agent_url="http://agent", trials=33)

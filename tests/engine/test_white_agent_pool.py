@@ -27,8 +27,9 @@ from tests.support.agents import FunctionExecutor, serve_executor
 
 
 def _ssl_context_of(client: httpx.AsyncClient) -> ssl.SSLContext:
-    # httpx keeps the context on its connection pool; there is no public accessor.
-    context = client._transport._pool._ssl_context  # type: ignore[attr-defined]
+    # httpx keeps the context on its connection pool, behind the pool's bounded transport; there is no
+    # public accessor.
+    context = client._transport._inner._pool._ssl_context  # type: ignore[attr-defined]
     assert isinstance(context, ssl.SSLContext)
     return context
 

@@ -3,10 +3,15 @@
 It answers `POST /v1/chat/completions` with whatever a test's `responder` returns for the request body, and
 records every request, so tests can check what the engine sent (roles, seed, temperature, prompts).
 Served for real over loopback HTTP by `serve_fake_llm`.
+
+With `context_bytes` set it fakes a context window too: a request whose messages hold more than that many
+bytes of content is refused before the responder is asked, the way OpenAI refuses an over-long prompt (HTTP
+400, error code `context_length_exceeded`). Bytes stand in for tokens; the fake has no tokenizer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -32,6 +37,8 @@ class FakeReply:
     prompt_tokens: int = 100
     completion_tokens: int = 20
     """Reported as the response's `usage` (fixed numbers, so tests can check the cost arithmetic)."""
+    delay_s: float = 0.0
+    """Wait this long before answering (to make the client time out)."""
 
 
 Responder = Callable[[dict[str, Any]], FakeReply]
@@ -40,13 +47,19 @@ Responder = Callable[[dict[str, Any]], FakeReply]
 @dataclass
 class FakeLLM:
     responder: Responder
+    context_bytes: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     base_url: str = ""
 
     async def handle(self, request: Request) -> Response:
         body = json.loads(await request.body())
         self.requests.append(body)
+        size = prompt_bytes(body)
+        if self.context_bytes is not None and size > self.context_bytes:
+            return JSONResponse(_context_length_exceeded(self.context_bytes, size), 400)
         reply = self.responder(body)
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
         if reply.status != 200:
             return JSONResponse({"error": {"message": "fake failure", "type": "server_error"}}, reply.status)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
@@ -76,9 +89,9 @@ class FakeLLM:
 
 
 @contextlib.asynccontextmanager
-async def serve_fake_llm(responder: Responder) -> AsyncIterator[FakeLLM]:
+async def serve_fake_llm(responder: Responder, *, context_bytes: int | None = None) -> AsyncIterator[FakeLLM]:
     """Serve `responder` as an OpenAI-compatible endpoint on loopback; `fake.base_url` ends in `/v1`."""
-    fake = FakeLLM(responder)
+    fake = FakeLLM(responder, context_bytes)
 
     def app_for(url: str) -> Starlette:
         return Starlette(routes=[Route("/v1/chat/completions", fake.handle, methods=["POST"])])
@@ -94,3 +107,24 @@ def last_user_text(body: dict[str, Any]) -> str:
         if message.get("role") == "user":
             return str(message.get("content") or "")
     return ""
+
+
+def prompt_bytes(body: dict[str, Any]) -> int:
+    """UTF-8 bytes of the contents of a request's messages (what the fake context window measures)."""
+    return sum(len(str(m.get("content") or "").encode()) for m in body.get("messages", []))
+
+
+def _context_length_exceeded(limit: int, size: int) -> dict[str, Any]:
+    """The error body OpenAI sends for a prompt over the model's context (bytes in place of tokens)."""
+    message = (
+        f"This model's maximum context length is {limit} tokens. However, your messages resulted in {size} "
+        "tokens. Please reduce the length of the messages."
+    )
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }

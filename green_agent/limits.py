@@ -1,0 +1,215 @@
+"""Bounds on everything a white agent controls, and the helpers that apply them.
+
+The agent under test is an adversary (docs/threat-model.md): its replies may be huge, deeply nested, full of
+NUL bytes or lone surrogates, carry NaN or 1e999, or hundreds of tool calls. Every bound here is an operator
+setting (`EngineSettings.limits`, env `GREEN_AGENT_MAX_*`) and every way past it is charged to the agent:
+
+* a reply body over `max_reply_bytes` or with more than `max_reply_values` JSON values, or a tool call over
+  any call bound (count, argument bytes, keys or depth, id or name length) ends the trial as `agent_error`;
+* text over `max_text_bytes` is cut, with a visible marker and a protocol warning; the conversation goes on;
+* a transcript reaching `max_transcript_bytes` is cut at the bound with a marker and ends the trial as
+  `agent_error`, so what is stored per trial stays within the bound;
+* what the agent puts before our user-simulator and judge LLMs in one trial (its messages and the tool results
+  it asked for) reaching `max_agent_text_bytes_per_trial` is cut the same way and ends the trial as
+  `agent_error` before that text reaches an LLM, so flooding our LLMs' context is charged to the agent.
+
+Strings are made storable before they reach the trial (NUL and lone surrogates become U+FFFD, non-finite
+numbers become the strings "NaN", "Infinity", "-Infinity"), so one trial scores and stores identically on
+SQLite and PostgreSQL. Every helper is linear in its input, and no Python loop here runs per byte.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from green_agent.errors import InfrastructureError, LLMContextTooLong
+from retail_domain import TerminationReason
+
+KIB = 1024
+TRUNCATION_MARKER = "…[truncated by the green agent: {what} over {limit} bytes]"
+
+
+class AgentLimits(BaseModel):
+    """Bounds on what one white agent may send; the defaults leave ample room for any honest agent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_reply_bytes: int = Field(
+        default=128 * KIB, ge=1 * KIB, description="Bytes of one reply body (HTTP) from the white agent."
+    )
+    max_reply_values: int = Field(
+        default=2_048,
+        ge=16,
+        description="JSON values in one reply body, counted as its '{', '[' and ',' bytes (the A2A SDK "
+        "parses replies on the event loop at a few microseconds per value).",
+    )
+    max_json_depth: int = Field(
+        default=32, ge=2, le=512, description="Nesting depth of JSON read from a reply and of tool arguments."
+    )
+    max_tool_calls: int = Field(default=16, ge=1, description="Tool calls in one reply.")
+    max_argument_bytes: int = Field(
+        default=16 * KIB, ge=64, description="Bytes of one tool call's arguments, as compact JSON."
+    )
+    max_argument_keys: int = Field(
+        default=256, ge=1, description="Object keys in one tool call's arguments, at every nesting level."
+    )
+    max_id_chars: int = Field(default=128, ge=8, le=255, description="Characters of a tool-call id.")
+    max_name_chars: int = Field(default=128, ge=8, description="Characters of a tool name.")
+    max_text_bytes: int = Field(
+        default=64 * KIB, ge=256, description="UTF-8 bytes of the text of one message; longer text is cut."
+    )
+    max_transcript_bytes: int = Field(
+        default=2 * 1024 * KIB,
+        ge=16 * KIB,
+        description="Bytes of one trial's transcript (contents and tool calls); reaching it ends the trial.",
+    )
+    max_agent_text_bytes_per_trial: int = Field(
+        default=192 * KIB,
+        ge=16 * KIB,
+        description="Bytes the agent puts before the user-simulator and judge LLMs in one trial: its "
+        "messages (text and tool calls) and the tool results it asked for; reaching it ends the trial. The "
+        "default fits the context of gpt-4.1 and gpt-5.2, with our prompts and the customer's lines, even at "
+        "one token per byte.",
+    )
+
+
+# -- strings ---------------------------------------------------------------------------------------------
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def storable(text: str) -> str:
+    """`text` with NUL and lone surrogates replaced by U+FFFD: PostgreSQL rejects the first in text columns,
+    and neither database driver can encode the second."""
+    return _UNSTORABLE.sub(REPLACEMENT, text) if _UNSTORABLE.search(text) else text
+
+
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def cut_text(text: str, limit: int, what: str) -> tuple[str, bool]:
+    """`text` cut to at most `limit` UTF-8 bytes, a visible marker included; True when something was cut."""
+    if len(text) * 4 <= limit or utf8_size(text) <= limit:
+        return text, False
+    marker = TRUNCATION_MARKER.format(what=what, limit=limit)
+    room = max(limit - utf8_size(marker), 0)
+    return text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore") + marker, True
+
+
+# -- JSON ------------------------------------------------------------------------------------------------
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def json_depth_within(raw: str, limit: int) -> bool:
+    """True when the JSON text `raw` nests at most `limit` deep (False also for unbalanced brackets, which
+    are no valid JSON anyway). Called before `json.loads`, which would raise RecursionError on deep input.
+
+    Linear and without a per-character Python loop: strings and everything but brackets are removed by
+    regular expressions, then each pass drops the innermost pairs, one nesting level per pass."""
+    skeleton = _NOT_BRACKET.sub("", _JSON_STRING.sub("", raw))
+    for _ in range(limit):
+        if not skeleton:
+            return True
+        shorter = skeleton.replace("[]", "").replace("{}", "")
+        if len(shorter) == len(skeleton):
+            return False
+        skeleton = shorter
+    return not skeleton
+
+
+def reply_values(body: bytes) -> int:
+    """How many JSON values a reply body holds, roughly and from above (commas in strings count too)."""
+    return body.count(b"{") + body.count(b"[") + body.count(b",")
+
+
+class ValueTooLarge(ValueError):
+    """A value from the agent exceeds a bound; the message names the bound and says by how much."""
+
+
+def clean_json(value: Any, *, max_depth: int, max_keys: int | None = None) -> Any:
+    """A copy of a decoded JSON value that is safe to store and score: strings made storable (keys too),
+    non-finite numbers turned into strings, nesting and key count checked (raises `ValueTooLarge`).
+
+    Iterative, so that no nesting can exhaust the Python stack."""
+    keys = 0
+    root: list[Any] = [None]
+    # (source, depth, container to fill, key or index in it)
+    stack: list[tuple[Any, int, Any, Any]] = [(value, 1, root, 0)]
+    while stack:
+        source, depth, target, slot = stack.pop()
+        if isinstance(source, dict):
+            if depth > max_depth:
+                raise ValueTooLarge(f"nested deeper than {max_depth} (max_json_depth)")
+            keys += len(source)
+            if max_keys is not None and keys > max_keys:
+                raise ValueTooLarge(f"more than {max_keys} keys (max_argument_keys)")
+            copy: dict[str, Any] = {}
+            target[slot] = copy
+            for key, item in source.items():
+                clean_key = storable(key) if isinstance(key, str) else str(key)
+                copy[clean_key] = None
+                stack.append((item, depth + 1, copy, clean_key))
+        elif isinstance(source, list | tuple):
+            if depth > max_depth:
+                raise ValueTooLarge(f"nested deeper than {max_depth} (max_json_depth)")
+            items: list[Any] = [None] * len(source)
+            target[slot] = items
+            stack.extend((item, depth + 1, items, i) for i, item in enumerate(source))
+        elif isinstance(source, str):
+            target[slot] = storable(source)
+        elif isinstance(source, float) and not math.isfinite(source):
+            target[slot] = "NaN" if math.isnan(source) else ("Infinity" if source > 0 else "-Infinity")
+        else:
+            target[slot] = source
+    return root[0]
+
+
+def compact_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# -- transcripts -----------------------------------------------------------------------------------------
+
+
+def message_bytes(content: str | None, tool_calls: Iterable[Any] | None = None) -> int:
+    """What one transcript message counts against `max_transcript_bytes`: its text and its tool calls
+    (id, name and arguments as compact JSON), in UTF-8 bytes. Tool calls may be models or dicts."""
+    size = utf8_size(content) if content else 0
+    for call in tool_calls or ():
+        fields = call if isinstance(call, dict) else call.model_dump()
+        size += utf8_size(fields["id"]) + utf8_size(fields["name"])
+        size += utf8_size(compact_json(fields["arguments"]))
+    return size
+
+
+# -- who pays when our LLM refuses the conversation ---------------------------------------------------------
+
+
+def llm_failure_outcome(
+    exc: InfrastructureError, agent_bytes: int, limits: AgentLimits
+) -> tuple[TerminationReason, str]:
+    """The termination and stored reason for a user-simulator or judge failure, `agent_bytes` into the trial.
+
+    Only a refusal of the conversation as too long for the model's context (`LLMContextTooLong`, a 400 that
+    no retry changes) can be the agent's doing, and it is charged to the agent only when the agent's own
+    text and tool results fill at least half of `max_agent_text_bytes_per_trial`: far more than any honest
+    conversation weighs (README, Scoring). Under that, the model's context is too small for an honest
+    conversation, a configuration of ours: like every other failure, it is an excluded infrastructure error.
+    """
+    if isinstance(exc, LLMContextTooLong) and 2 * agent_bytes >= limits.max_agent_text_bytes_per_trial:
+        return TerminationReason.AGENT_ERROR, (
+            f"the agent put {agent_bytes} bytes before our LLM (half of max_agent_text_bytes_per_trial="
+            f"{limits.max_agent_text_bytes_per_trial} or more), which refused the conversation as too "
+            f"long: {exc}"
+        )
+    return TerminationReason.INFRASTRUCTURE_ERROR, str(exc)

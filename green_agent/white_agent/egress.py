@@ -1,0 +1,331 @@
+"""Egress policy: where the service may connect on behalf of a requester (the agent URL) or of an agent card
+(the endpoints it advertises).
+
+A URL is checked twice:
+
+* when a request arrives (`url_problem`, `EgressPolicy.url_refusal`): http or https, no user name or password,
+  and a literal address the policy refuses is refused at once, before any connection;
+* at connect time, on every address the host name resolves to (`EgressNetworkBackend`): the name is resolved
+  here, every address is checked, and the connection goes to a checked address. A name that resolves to an
+  allowed address for the card and to a refused one a moment later (DNS rebinding) is refused on that second
+  connection. TLS is unaffected: httpcore takes the server name (SNI, certificate check) and the Host header
+  from the URL, not from the address connected to.
+
+Some addresses are never reachable whatever the settings: link-local (home of the cloud metadata services;
+169.254.169.254 and fd00:ec2::254 are listed too), unspecified, multicast, broadcast and reserved ones.
+Loopback and private ranges are reachable only when the policy's `allow_private` says so (open mode, and API
+keys created with --allow-private-agents). The operator adds a deny-list and an allow-list of networks and
+host names: the deny-list always wins; an allow-listed destination may be private even when `allow_private`
+is off; with `allow_listed_only`, nothing else is reachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import ssl
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpcore
+import httpx
+
+from green_agent.errors import AgentEgressError
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+Resolver = Callable[[str, int], Awaitable[Sequence[IPAddress]]]
+"""`(host, port) -> addresses`; tests inject their own to simulate DNS without a network."""
+
+UNREACHABLE = "could not reach the agent"
+"""The one text for every connection failure, so that errors do not tell which ports are open."""
+
+_net = ipaddress.ip_network
+NEVER_REACHABLE: tuple[tuple[IPNetwork, str], ...] = (
+    (_net("169.254.169.254/32"), "a cloud metadata address"),
+    (_net("fd00:ec2::254/128"), "a cloud metadata address"),
+    (_net("100.100.100.200/32"), "a cloud metadata address"),
+    (_net("169.254.0.0/16"), "link-local"),
+    (_net("fe80::/10"), "link-local"),
+    (_net("0.0.0.0/8"), "unspecified"),
+    (_net("::/128"), "unspecified"),
+    (_net("224.0.0.0/4"), "multicast"),
+    (_net("ff00::/8"), "multicast"),
+    (_net("255.255.255.255/32"), "broadcast"),
+    (_net("240.0.0.0/4"), "reserved"),
+)
+_NAT64 = _net("64:ff9b::/96")
+
+
+def url_problem(url: str) -> str | None:
+    """What makes `url` unusable as an agent URL whatever the policy (scheme, host, credentials), or None."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in range
+    except ValueError:
+        return "it is not a valid URL"
+    if parts.scheme not in ("http", "https"):
+        return "only http:// or https:// URLs are accepted"
+    if not parts.hostname:
+        return "the URL has no host"
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        return (
+            "the URL carries a user name or password, which would be stored and shown; "
+            "send credentials for the agent in agent_headers instead"
+        )
+    return None
+
+
+def _normal_host(host: str) -> str:
+    return host.strip().strip("[]").rstrip(".").lower()
+
+
+def _literal_address(host: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(_normal_host(host))
+    except ValueError:
+        return None
+
+
+def _embedded_v4(address: IPAddress) -> IPAddress:
+    """The IPv4 address an IPv6 one stands for (mapped, NAT64, 6to4), else the address itself."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return address.ipv4_mapped
+        if address in _NAT64:
+            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if address.sixtofour is not None:
+            return address.sixtofour
+    return address
+
+
+def _host_listed(host: str, patterns: Iterable[str]) -> bool:
+    """`example.com` matches that name only; `.example.com` matches its subdomains too."""
+    host = _normal_host(host)
+    for pattern in patterns:
+        if host == pattern.lstrip(".") or (pattern.startswith(".") and host.endswith(pattern)):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class EgressPolicy:
+    """Where white-agent connections may go. Hashable: the engine keeps one connection pool per policy, so a
+    connection opened under one policy is never reused under another."""
+
+    allow_private: bool = True
+    allow_networks: tuple[IPNetwork, ...] = ()
+    allow_hosts: tuple[str, ...] = ()
+    deny_networks: tuple[IPNetwork, ...] = ()
+    deny_hosts: tuple[str, ...] = ()
+    allow_listed_only: bool = False
+
+    @classmethod
+    def from_lists(
+        cls,
+        *,
+        allow: Iterable[str] = (),
+        deny: Iterable[str] = (),
+        allow_private: bool = True,
+        allow_listed_only: bool = False,
+    ) -> EgressPolicy:
+        """Entries are networks (`10.0.0.0/8`, `::1`) or host names (`agents.example`, `.example.com`)."""
+        allow_networks, allow_hosts = parse_destinations(allow)
+        deny_networks, deny_hosts = parse_destinations(deny)
+        return cls(
+            allow_private=allow_private,
+            allow_networks=allow_networks,
+            allow_hosts=allow_hosts,
+            deny_networks=deny_networks,
+            deny_hosts=deny_hosts,
+            allow_listed_only=allow_listed_only,
+        )
+
+    def refusal(self, host: str, addresses: Sequence[IPAddress]) -> str | None:
+        """Why a connection to `host` at `addresses` is refused, or None. One refused address refuses all."""
+        if _host_listed(host, self.deny_hosts):
+            return f"the host {_normal_host(host)} is on the operator's deny-list"
+        host_allowed = _host_listed(host, self.allow_hosts)
+        for address in addresses:
+            reason = self._address_refusal(address, host_allowed)
+            if reason is not None:
+                return reason
+        return None
+
+    def _address_refusal(self, address: IPAddress, host_allowed: bool) -> str | None:
+        effective = _embedded_v4(address)
+        for network, what in NEVER_REACHABLE:
+            if effective in network or address in network:
+                return f"{address} is {what}, never reachable from this service"
+        if any(a in network for network in self.deny_networks for a in (address, effective)):
+            return f"{address} is on the operator's deny-list"
+        listed = host_allowed or any(effective in network for network in self.allow_networks)
+        if self.allow_listed_only and not listed:
+            return f"{address} is not on the operator's allow-list"
+        if not listed and not self.allow_private and not effective.is_global:
+            kind = "a loopback address" if effective.is_loopback else "a private address"
+            return f"{address} is {kind}, and this requester may not reach private networks"
+        return None
+
+    def for_agent(self, agent: ResolvedAgent) -> EgressPolicy:
+        """The policy for one agent: a public agent's card may not lead into private networks (it has no
+        business there, and the card is the agent's to write), whatever the requester may reach."""
+        return replace(self, allow_private=False) if agent.public and self.allow_private else self
+
+    def url_refusal(self, url: str) -> str | None:
+        """What is known of `url` without resolving it: its shape, a literal address, a denied host name."""
+        problem = url_problem(url)
+        if problem is not None:
+            return problem
+        host = urlsplit(url).hostname or ""
+        literal = _literal_address(host)
+        return self.refusal(host, [literal] if literal is not None else [])
+
+
+def parse_destinations(entries: Iterable[str]) -> tuple[tuple[IPNetwork, ...], tuple[str, ...]]:
+    """Split operator list entries into networks and host-name patterns; raise ValueError on a bad one."""
+    networks: list[IPNetwork] = []
+    hosts: list[str] = []
+    for entry in entries:
+        text = entry.strip().lower()
+        try:
+            networks.append(ipaddress.ip_network(text, strict=False))
+            continue
+        except ValueError:
+            pass
+        name = text.lstrip(".")
+        labels = name.split(".")
+        if not name or not all(label and label.replace("-", "").isalnum() for label in labels):
+            raise ValueError(f"{entry!r} is neither a network (10.0.0.0/8) nor a host name (.example.com)")
+        hosts.append(text)
+    return tuple(networks), tuple(hosts)
+
+
+async def resolve(host: str, port: int) -> list[IPAddress]:
+    """The host's addresses (a literal address is returned as is, without a DNS query), in resolver order."""
+    literal = _literal_address(host)
+    if literal is not None:
+        return [literal]
+    infos = await asyncio.get_running_loop().getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+    )
+    addresses: list[IPAddress] = []
+    for _family, _type, _proto, _name, sockaddr in infos:
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+@dataclass(frozen=True)
+class ResolvedAgent:
+    """Where an agent URL leads, as far as the engine's bookkeeping is concerned."""
+
+    key: str
+    """`address:port`, the same for every spelling of the agent (`localhost`, `127.0.0.1`,
+    `[::ffff:127.0.0.1]`): the key of the per-agent concurrency cap. The URL's own host when it does not
+    resolve (its trials fail anyway)."""
+    public: bool
+    """Every address is globally routable."""
+
+
+async def resolve_agent(url: str, resolver: Resolver | None = None) -> ResolvedAgent:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        addresses = [_embedded_v4(a) for a in await (resolver or resolve)(host, port)]
+    except OSError:
+        addresses = []
+    if not addresses:
+        return ResolvedAgent(key=f"{_normal_host(host)}:{port}", public=False)
+    canonical = min(addresses, key=lambda a: (a.version, int(a)))
+    key = f"{canonical}:{port}" if canonical.version == 4 else f"[{canonical}]:{port}"
+    return ResolvedAgent(key=key, public=all(a.is_global for a in addresses))
+
+
+async def agent_address(url: str, resolver: Resolver | None = None) -> str:
+    return (await resolve_agent(url, resolver)).key
+
+
+class EgressNetworkBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network layer with the policy applied to every address, at every new connection."""
+
+    def __init__(self, policy: EgressPolicy, resolver: Resolver | None = None) -> None:
+        self._policy = policy
+        self._resolve = resolver or resolve
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            addresses = await self._resolve(host, port)
+        except OSError as exc:
+            raise httpcore.ConnectError(UNREACHABLE) from exc
+        if not addresses:
+            raise httpcore.ConnectError(UNREACHABLE)
+        reason = self._policy.refusal(host, addresses)
+        if reason is not None:
+            raise AgentEgressError(f"the service may not connect to {_normal_host(host)}: {reason}")
+        last: Exception = httpcore.ConnectError(UNREACHABLE)
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    str(address),
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                last = exc
+        raise last
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise AgentEgressError("the service never connects to unix sockets for an agent")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def egress_transport(
+    policy: EgressPolicy, resolver: Resolver | None, *, ssl_context: ssl.SSLContext, limits: httpx.Limits
+) -> httpx.AsyncHTTPTransport:
+    """An httpx transport whose connections all pass the policy. No proxies (from the environment or
+    otherwise): a proxy would connect on our behalf, past the check."""
+    transport = httpx.AsyncHTTPTransport(verify=ssl_context, limits=limits, trust_env=False)
+    # httpx 0.28 has no parameter for httpcore's network backend, so its pool is rebuilt with the same
+    # settings plus ours (httpx is pinned; tests/engine/test_egress.py fails if this stops working).
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=ssl_context,
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry,
+        network_backend=EgressNetworkBackend(policy, resolver),
+    )
+    return transport
+
+
+def egress_refusal_in(exc: BaseException | None) -> AgentEgressError | None:
+    """The egress refusal behind a library exception, if there is one (httpx and the SDK wrap it)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, AgentEgressError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
