@@ -15,6 +15,7 @@ import gc
 import logging
 import os
 import socket
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -62,6 +63,21 @@ def worker_name() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
+WORKER_START_WAIT_S = 10.0
+
+
+async def _registered(queue: TrialQueue) -> None:
+    """Wait (boundedly) until this process's worker is registered, so that the first assessments do not
+    report that no worker runs."""
+    deadline = time.monotonic() + WORKER_START_WAIT_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            if await queue.live_workers():
+                return
+        await asyncio.sleep(0.02)
+    logger.warning("the queue worker has not registered after %.0f s", WORKER_START_WAIT_S)
+
+
 @asynccontextmanager
 async def open_service(
     database_url: str,
@@ -89,6 +105,7 @@ async def open_service(
             # that failed for good queues no successor): nothing stays `running` with nobody on it.
             worker_task = queue.run_worker(worker_name(), repair=service.resume_unfinished)
             background.append(asyncio.create_task(worker_task, name="queue worker"))
+            await _registered(queue)
         try:
             yield service
         finally:

@@ -237,7 +237,11 @@ class AssessmentService:
                 agent_url=config.agent_url,
                 trials_total=len(task_ids) * config.trials,
                 source=source,
-                warnings=[*notes, *concurrency_warnings(config, self._engine.settings)],
+                warnings=[
+                    *notes,
+                    *concurrency_warnings(config, self._engine.settings),
+                    *await self._worker_warnings(),
+                ],
                 idempotency_key=idempotency_key,
                 a2a_task_id=a2a_task_id,
                 a2a_context_id=a2a_context_id,
@@ -247,6 +251,19 @@ class AssessmentService:
         if created and start:
             await self.start(record)
         return record, created
+
+    async def _worker_warnings(self) -> list[str]:
+        """Say so when no worker is alive: the assessment is queued and waits until one starts."""
+        try:
+            live = await self.queue.live_workers()
+        except Exception:  # the queue cannot say; the assessment is stored and queued all the same
+            return []
+        if live:
+            return []
+        return [
+            "no queue worker is running: the assessment waits until one starts "
+            "(`green-agent worker`, or `green-agent serve` without --no-worker)"
+        ]
 
     async def start(self, record: AssessmentRecord) -> int:
         """Queue the first trials of a stored, unfinished assessment (its jobs then queue the rest); return

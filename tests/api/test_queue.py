@@ -60,6 +60,7 @@ async def test_an_assessment_queues_at_most_its_concurrency_longest_first(
             agent_url=idle_url, tasks=TaskSelection(split="base"), trials=2, concurrency=3, turn_timeout_s=60
         )
         record, _ = await runtime.service.create(config, source="cli")
+        assert not any("no queue worker" in w for w in record.warnings)  # this process runs one
         queued = await runtime.service.queue.queued_trials(record.id)
         longest = runtime.engine.longest_first(runtime.engine.trial_keys(config))[:3]
         assert queued == set(longest)

@@ -221,3 +221,12 @@ async def test_cancel_on_the_api_stops_trials_running_in_a_worker_process(
     assert cancelled["status"] == "cancelled" and final["status"] == "cancelled"
     assert jobs == {"aborted": 2}
     assert final["progress"]["trials_done"] == 0
+
+
+async def test_an_assessment_queued_with_no_worker_alive_says_so(pg_database: str, oracle_url: str) -> None:
+    async with open_runtime(green_settings(pg_database), worker=False) as runtime:
+        config = AssessmentConfig(agent_url=oracle_url, tasks=TaskSelection(task_ids=["0"]))
+        record, _ = await runtime.service.create(config, source="cli")
+        waiting = await runtime.service.get(record.id)
+    assert waiting.status == "queued"
+    assert any("no queue worker is running" in w for w in record.warnings)
