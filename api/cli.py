@@ -11,6 +11,9 @@ and database migrations.
                                                                 a taubench.com submission (retail)
     green-agent rescore FILE.json [--json] [--store]            re-score a tau2 results file, show agreement
     green-agent db upgrade [--database-url URL]                 apply the migrations
+
+`run` and `demo` exit 0 only when the assessment completed with a complete report; 1 failed, 2 bad options,
+3 partial, 4 cancelled (`green-agent run --help` has the details).
 """
 
 from __future__ import annotations
@@ -24,11 +27,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from api.exit_codes import DEMO_EXIT_CODES_HELP, EXIT_CODES_HELP, ExitCode
 from api.settings import DEFAULT_DATABASE_URL, Settings
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 
 def _settings(**overrides: Any) -> Settings:
@@ -93,11 +93,21 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--concurrency", type=int, help="trials at once (default: max_concurrent_trials)")
     _add_database(worker)
 
-    run = commands.add_parser("run", help="run one assessment in-process against a white agent")
+    run = commands.add_parser(
+        "run",
+        help="run one assessment in-process against a white agent",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_assessment_options(run, demo=False)
     _add_database(run)
 
-    demo = commands.add_parser("demo", help="assess the built-in oracle agent (no configuration needed)")
+    demo = commands.add_parser(
+        "demo",
+        help="assess the built-in oracle agent (no configuration needed)",
+        epilog=DEMO_EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_assessment_options(demo, demo=True)
     demo.add_argument("--database-url", help="default: the embedded SQLite file ./green_agent.db")
 
@@ -182,7 +192,7 @@ def _serve(args: argparse.Namespace) -> int:
             "--no-worker needs PostgreSQL: with SQLite the queue lives in the serving process",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return ExitCode.USAGE
     _configure_logging(args.log_level, settings)
     config = uvicorn.Config(
         create_app(settings),
@@ -198,7 +208,7 @@ def _serve(args: argparse.Namespace) -> int:
         log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
     )
     uvicorn.Server(config).run()
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _configure_logging(level: str, settings: Settings) -> None:
@@ -219,7 +229,7 @@ def _worker(args: argparse.Namespace) -> int:
             "with SQLite, `green-agent serve` runs the only worker",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return ExitCode.USAGE
     _configure_logging(args.log_level, settings)
     return run_worker(settings)
 
@@ -239,7 +249,7 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 
     asyncio.run(go())
     print(f"database at {settings.database_url_for_display()} is up to date")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _replay(argv: Sequence[str]) -> int:
@@ -269,7 +279,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     except ValidationError as exc:
         print(f"invalid options: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     return asyncio.run(run_assessment(settings, config, output=args.output, quiet=args.quiet))
 
 
@@ -316,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _interop(args)
     except ValidationError as exc:
         print(f"invalid settings: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         return 130
     raise AssertionError(f"unhandled command {args.command}")

@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from api.exit_codes import ExitCode
 from api.runtime import open_runtime
 from api.service import AssessmentNotFound
 from api.settings import Settings
@@ -20,10 +21,6 @@ from green_agent.tau2_format.rescore import InvalidResultsFile, RescoreReport, r
 from green_agent.tau2_format.submission import SubmissionRefused, Submitter
 from retail_domain import DataError, load_retail_data
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
 
 async def export(settings: Settings, assessment_id: str, output: Path) -> int:
     async with open_runtime(settings) as runtime:
@@ -31,10 +28,10 @@ async def export(settings: Settings, assessment_id: str, output: Path) -> int:
             document = await export_document(runtime, assessment_id)
         except (AssessmentNotFound, NotExportable) as exc:
             print(f"cannot export: {_message(exc)}", file=sys.stderr)
-            return EXIT_FAILED
+            return ExitCode.FAILED
     write_json(document, output)
     print(f"tau2 results file written to {output} ({len(document['simulations'])} simulations)")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 async def submission(settings: Settings, assessment_id: str, output: Path, submitter: Submitter) -> int:
@@ -45,14 +42,14 @@ async def submission(settings: Settings, assessment_id: str, output: Path, submi
             )
         except (AssessmentNotFound, NotExportable, SubmissionRefused) as exc:
             print(f"submission refused: {_message(exc)}", file=sys.stderr)
-            return EXIT_FAILED
+            return ExitCode.FAILED
     for notice in written.notices:
         print(f"note: {notice}")
     print(
         f"submission written to {output}/submission.json and {output}/trajectories/{written.trajectory_file}"
     )
     print("next: `tau2 submit validate` on that directory, then follow tau2's docs/leaderboard-submission.md")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 async def rescore(settings: Settings, path: Path, *, as_json: bool, store: bool) -> int:
@@ -61,7 +58,7 @@ async def rescore(settings: Settings, path: Path, *, as_json: bool, store: bool)
         data = await asyncio.to_thread(load_retail_data, settings.data_dir)
     except (OSError, json.JSONDecodeError, DataError) as exc:
         print(f"cannot rescore: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     stored: str | None = None
     try:
         if store:
@@ -76,7 +73,7 @@ async def rescore(settings: Settings, path: Path, *, as_json: bool, store: bool)
                 report = await rescore_document(document, data, engine.judge)
     except InvalidResultsFile as exc:
         print(f"cannot rescore {path}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     if as_json:
         print(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
@@ -84,7 +81,7 @@ async def rescore(settings: Settings, path: Path, *, as_json: bool, store: bool)
     if stored:
         print(stored, file=sys.stderr if as_json else sys.stdout)
     totals = report.totals
-    return EXIT_OK if totals.rewards_agree == totals.rewards_compared else EXIT_FAILED
+    return ExitCode.OK if totals.rewards_agree == totals.rewards_compared else ExitCode.FAILED
 
 
 def _print_rescore(path: Path, report: RescoreReport) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 from rich.console import Console
@@ -15,30 +16,42 @@ from rich.table import Table
 
 from api.db.repository import COMPLETED, AssessmentRecord
 from api.events import Lagged, StatusChanged, TrialDone
+from api.exit_codes import ExitCode, exit_code
 from api.runtime import Runtime, open_runtime
 from api.schemas import AssessmentPublic
 from api.settings import Settings
 from green_agent.config import AssessmentConfig, ConfigError, TaskSelection
-from green_agent.models import AssessmentReport
+from green_agent.metrics import NOT_JUDGED
+from green_agent.models import SIGNAL_NL, AssessmentReport
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+
+def _rate(report: AssessmentReport, name: str) -> str:
+    """A rate with how many trials (or assertions) it covers, e.g. `0.9500 of 40 trials`."""
+    rate = report.signal_rates.get(name)
+    if name not in report.signal_applicable:  # a schema-1 report: its rates carry no counts
+        return "n/a" if rate is None else f"{rate:.4f}"
+    unit = "assertions" if name == SIGNAL_NL else "trials"
+    count = report.signal_applicable[name]
+    return f"n/a ({count} {unit})" if rate is None else f"{rate:.4f} of {count} {unit}"
 
 
 def report_table(record: AssessmentRecord, report: AssessmentReport) -> Table:
-    table = Table(title=f"Assessment {record.id} ({record.status})", show_header=True)
+    partial = "" if report.complete else ", PARTIAL"
+    table = Table(title=f"Assessment {record.id} ({record.status}{partial})", show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
     avg = f"{report.avg_reward:.4f}" if report.avg_reward is not None else "n/a"
     table.add_row("agent", record.agent_url)
+    table.add_row(
+        "complete", "yes" if report.complete else f"[bold yellow]no: {report.partial_summary()}[/bold yellow]"
+    )
     table.add_row("tasks x trials", f"{report.num_tasks} x {report.num_trials}")
     table.add_row("trials scored / total", f"{report.trials_scored} / {report.trials_total}")
     table.add_row("average reward", avg)
     for k, value in sorted(report.pass_hat_k.items()):
         table.add_row(f"pass^{k}", f"{value:.4f}")
-    for name, rate in report.signal_rates.items():
-        table.add_row(f"rate {name}", "n/a" if rate is None else f"{rate:.4f}")
+    for name in report.signal_rates:
+        table.add_row(f"rate {name}", _rate(report, name))
     for reason, count in sorted(report.termination_counts.items()):
         table.add_row(f"ended by {reason}", str(count))
     for reason, count in sorted(report.excluded.items()):
@@ -99,28 +112,45 @@ def _write_report(record: AssessmentRecord, output: Path | None) -> Path:
 
 
 async def _assess(
-    runtime: Runtime, config: AssessmentConfig, *, output: Path | None, quiet: bool, console: Console
+    runtime: Runtime,
+    config: AssessmentConfig,
+    *,
+    output: Path | None,
+    quiet: bool,
+    console: Console,
+    expected_partial: Collection[str] = (),
 ) -> int:
     try:
         record, _ = await runtime.service.create(config, source="cli", start=False)
     except ConfigError as exc:
         console.print(f"[red]cannot run:[/red] {exc}")
-        return EXIT_USAGE
+        return ExitCode.USAGE
+    console.print(f"assessment {record.id}: {record.trials_total} trials of {config.agent_url}")
     for warning in record.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
     try:
         final = await _follow(runtime, record, console, quiet)
     except asyncio.CancelledError:
-        # Ctrl-C: a command-line run is over when its user stops it; a later `serve` must not resume it.
-        await asyncio.shield(runtime.service.cancel(record.id))
-        raise
+        # Ctrl-C: a command-line run is over when its user stops it (a later `serve` must not resume it).
+        # The trials that finished are kept: report them and exit CANCELLED rather than dying mid-way.
+        current = asyncio.current_task()
+        if current is None or current.uncancel() > 0:  # cancelled by something else too: honour it
+            raise
+        final = await runtime.service.cancel(record.id)
     path = _write_report(final, output)
     if final.report is not None:
         console.print(report_table(final, final.report))
+        if not final.report.complete:
+            expected = set(final.report.partial_reasons) <= set(expected_partial)
+            note = " (expected in the demo, which has no LLM judge)" if expected else ""
+            console.print(
+                f"[bold yellow]PARTIAL{note}:[/bold yellow] {final.report.partial_summary()}; "
+                "the numbers cover only the scored trials"
+            )
     if final.status != COMPLETED:
         console.print(f"[red]assessment {final.status}:[/red] {final.error}")
     console.print(f"report written to {path}")
-    return EXIT_OK if final.status == COMPLETED else EXIT_FAILED
+    return exit_code(final.status, final.report, expected_partial=expected_partial)
 
 
 async def run_assessment(
@@ -159,6 +189,9 @@ async def run_demo(
             concurrency=concurrency,
             user_model="scripted",
         )
-        code = await _assess(runtime, config, output=output, quiet=quiet, console=console)
+        # The demo has no judge (it must run with nothing configured): `not_judged` trials are expected.
+        code = await _assess(
+            runtime, config, output=output, quiet=quiet, console=console, expected_partial={NOT_JUDGED}
+        )
     console.print(f"demo finished in {time.monotonic() - started:.1f} s")
     return code

@@ -43,6 +43,7 @@ from api.metrics import TurnClock, agent_host
 from api.queue import TrialQueue, is_transient
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
+from green_agent.errors import AgentNotReachedError
 from green_agent.metrics import compute_report
 from green_agent.models import (
     AssessmentReport,
@@ -52,6 +53,7 @@ from green_agent.models import (
     TrialResult,
     TurnTaken,
 )
+from green_agent.orchestrator import FirstContactFailed
 from green_agent.slots import slot_caps
 from green_agent.white_agent.egress import EgressPolicy
 from retail_domain import TerminationReason
@@ -348,6 +350,8 @@ class AssessmentService:
             tenant="default",  # issue 9a's tenant column, once it is on main
             assessment_id=assessment_id,
         )
+        if record.trials_done:  # stored trials: the agent was reached, by this process or another
+            run.mark_reached()
         return _Opened(run, turns, record.trials_total, record.run_seconds, time.monotonic())
 
     def _egress_for(self, record: AssessmentRecord) -> EgressPolicy:
@@ -370,7 +374,15 @@ class AssessmentService:
             return
         try:
             opened = await self._open(record)
-            result = await opened.run.run_trial(task_id, trial)
+            try:
+                result = await opened.run.run_trial(task_id, trial)
+            except FirstContactFailed as failure:
+                raise await opened.run.not_reached(failure) from failure.__cause__
+        except AgentNotReachedError as exc:
+            # Not our failure (the agent is absent or the URL wrong): no traceback; the message says the fix.
+            logger.info("assessment %s failed: %s", assessment_id, exc)
+            await self._fail(assessment_id, str(exc))
+            return
         except asyncio.CancelledError:
             if context.abort_reason() == AbortReason.USER_REQUEST:
                 # Cancelled on request (the assessment is marked already): the job ends aborted, not retried.
@@ -435,15 +447,22 @@ class AssessmentService:
         record = await self.repository.get(assessment_id)
         if record is None or record.finished or record.trials_done < record.trials_total:
             return
-        config = _config_of(record)
-        report = await self._report(config, assessment_id, record.run_seconds)
-        await self._finish(assessment_id, COMPLETED, report=report)
+        await self._finish(assessment_id, COMPLETED, report=await self._report(record))
 
-    async def _report(self, config: AssessmentConfig, assessment_id: str, seconds: float) -> AssessmentReport:
-        trials = await self.repository.trial_results(assessment_id)
+    async def _report(self, record: AssessmentRecord) -> AssessmentReport:
+        """The report over the stored trials, in report order; trials never run (a cancelled assessment)
+        count as `not_run`."""
+        config = _config_of(record)
+        trials = await self.repository.trial_results(record.id)
         order = {key: i for i, key in enumerate(self._engine.trial_keys(config))}
         trials.sort(key=lambda t: order.get((t.task_id, t.trial), len(order)))
-        return compute_report(config, trials, seconds, run_info=self._engine.run_info(config))
+        return compute_report(
+            config,
+            trials,
+            record.run_seconds,
+            trials_planned=record.trials_total,
+            run_info=self._engine.run_info(config),
+        )
 
     async def _fail(self, assessment_id: str, error: str) -> None:
         await self._finish(assessment_id, FAILED, error=error)
@@ -519,9 +538,7 @@ class AssessmentService:
         record = await self.get(assessment_id)
         if record.finished:
             return record
-        config = _config_of(record)
-        trials_stored = record.trials_done > 0
-        report = await self._report(config, assessment_id, record.run_seconds) if trials_stored else None
+        report = await self._report(record) if record.trials_done else None
         await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")
         await self.queue.cancel(assessment_id)
         return await self.get(assessment_id)

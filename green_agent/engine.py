@@ -15,7 +15,9 @@ starting the long ones early keeps them from stretching the tail of the run.
 
 `run()` runs a whole assessment in this process and is cancellable: cancelling it cancels its in-flight
 trials (their conversations close) and the cancellation propagates. Trials passed as `completed` are not run
-again (resume). The service instead opens an assessment (`open_assessment`) and runs its trials one by one
+again (resume). A white agent that cannot be reached at the start (its card, or every message until it first
+answers) raises `AgentNotReachedError`: an assessment of an agent that was never there is no assessment, not a
+score of 0. The service instead opens an assessment (`open_assessment`) and runs its trials one by one
 as queue jobs, on whichever worker process takes them (`AssessmentRun.run_trial`).
 """
 
@@ -26,17 +28,17 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings, LLMEndpoint
-from green_agent.errors import AgentEgressError, AgentError
+from green_agent.errors import AgentEgressError, AgentError, AgentNotReachedError
 from green_agent.judge import Judge
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
 from green_agent.models import AssessmentReport, RunInfo, TrialFinished, TrialResult, TrialStarted
-from green_agent.orchestrator import TrialDeps, TrialSpec, run_trial
+from green_agent.orchestrator import FirstContactFailed, TrialDeps, TrialSpec, run_trial
 from green_agent.prompts import load_prompt
 from green_agent.seeds import trial_seeds
 from green_agent.slots import FairSlots
@@ -202,16 +204,14 @@ class Engine:
 
         `egress` bounds where the agent and its card may lead (default: `EgressPolicy()`); `tenant` and
         `assessment_id` are whose slots the trials take (fair sharing). Raises `AgentEgressError` when the
-        agent URL or its card leads where the policy refuses: such an assessment could not run at all."""
+        agent URL or its card leads where the policy refuses, `AgentNotReachedError` when its card cannot be
+        read: such an assessment could not run at all."""
         self.validate(config)
         emit = on_event or _ignore
         agent = await resolve_agent(config.agent_url, self._resolver)
         pool = self._pool_for((egress or EgressPolicy()).for_agent(agent))
         headers = config.agent_header_values()
-        pool.forget_card(config.agent_url)  # an agent redeployed between assessments may have changed
-        card_error = await self._card_error(pool, config.agent_url, headers)
-        if isinstance(card_error, AgentEgressError):
-            raise card_error
+        await self._check_card(pool, config.agent_url, headers)
         agent_bound = self._per_agent.setdefault(
             agent.key, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
         )
@@ -219,10 +219,11 @@ class Engine:
         return AssessmentRun(
             engine=self,
             config=config,
-            deps=self._deps(config, emit, card_error, pool, headers),
+            deps=self._deps(config, emit, pool, headers),
             seeds=trial_seeds(config.seed, config.trials),
             bounds=(asyncio.Semaphore(config.concurrency), agent_bound),
             slot=lambda: self.slots.slot(tenant, owner),
+            pool=pool,
         )
 
     async def run(
@@ -242,10 +243,13 @@ class Engine:
         position = {key: i for i, key in enumerate(keys)}
         done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in position}
         emit = on_event or _ignore
+        pending = [key for key in self.longest_first(keys) if key not in done]
+        results: list[TrialResult] = []
+        if not pending:
+            return compute_report(config, list(done.values()), 0.0, run_info=self.run_info(config))
         assessment = await self.open_assessment(
             config, emit, egress=egress, tenant=tenant, assessment_id=assessment_id
         )
-        results: list[TrialResult] = []
 
         async def one(task_id: str, trial: int) -> None:
             result = await assessment.run_trial(task_id, trial)
@@ -256,12 +260,15 @@ class Engine:
 
         try:
             async with asyncio.TaskGroup() as group:
-                for task_id, trial in self.longest_first(keys):
-                    if (task_id, trial) not in done:
-                        group.create_task(one(task_id, trial))
+                for task_id, trial in pending:
+                    group.create_task(one(task_id, trial))
         except BaseExceptionGroup as group_error:
-            # A failing event handler (e.g. the service's database) stops the assessment: surface it plainly.
-            raise group_error.exceptions[0] from group_error
+            # A failing event handler (e.g. the service's database) or an agent never reached stops the
+            # assessment, the other trials being cancelled: surface the reason plainly.
+            first = group_error.exceptions[0]
+            if isinstance(first, FirstContactFailed):
+                raise await assessment.not_reached(first) from first.__cause__
+            raise first from group_error
 
         every = sorted([*done.values(), *results], key=lambda r: position[(r.task_id, r.trial)])
         return compute_report(config, every, time.monotonic() - clock, run_info=self.run_info(config))
@@ -309,30 +316,24 @@ class Engine:
             delay *= 2
         return await run_trial(spec, deps)
 
-    async def _card_error(
-        self, pool: WhiteAgentPool, agent_url: str, headers: dict[str, str]
-    ) -> AgentError | None:
-        """Fetch the card once up front (with its retries): when the agent cannot even be reached, every trial
-        fails at once with that reason instead of each retrying the connection in turn."""
+    async def _check_card(self, pool: WhiteAgentPool, agent_url: str, headers: dict[str, str]) -> None:
+        """Fetch the card once up front (with its retries; conversations reuse it): an agent whose card cannot
+        be read cannot be assessed, so the assessment fails at once rather than charging every trial. A card
+        the egress policy refuses raises its own `AgentEgressError`."""
+        pool.forget_card(agent_url)  # an agent redeployed between assessments may have changed
         try:
             await pool.card(agent_url, headers)
+        except AgentEgressError:
+            raise
         except AgentError as exc:
-            return exc
-        return None
+            raise AgentNotReachedError(agent_url, str(exc)) from exc
 
     def _deps(
-        self,
-        config: AssessmentConfig,
-        emit: EventHandler,
-        card_error: AgentError | None,
-        pool: WhiteAgentPool,
-        headers: dict[str, str],
+        self, config: AssessmentConfig, emit: EventHandler, pool: WhiteAgentPool, headers: dict[str, str]
     ) -> TrialDeps:
         turn_timeout = config.turn_timeout_s or self.settings.turn_timeout_s
 
         def open_conversation() -> contextlib.AbstractAsyncContextManager[Conversation]:
-            if card_error is not None:
-                return _failing(card_error)
             return pool.conversation(config.agent_url, turn_timeout_s=turn_timeout, headers=headers)
 
         def choose_dialect(conversation: Conversation) -> Dialect:
@@ -377,8 +378,10 @@ class AssessmentRun:
         seeds: list[int],
         bounds: tuple[asyncio.Semaphore, ...],
         slot: Callable[[], contextlib.AbstractAsyncContextManager[Any]],
+        pool: WhiteAgentPool,
     ) -> None:
         self.config = config
+        self._pool = pool
         self._engine = engine
         self._deps = deps
         self._seeds = seeds
@@ -402,6 +405,23 @@ class AssessmentRun:
             await self._deps.emit(TrialStarted(task_id=task_id, trial=trial))
             return await self._engine.run_with_retries(spec, self._deps)
 
+    def mark_reached(self) -> None:
+        """The agent answered before (e.g. in another process): a later failure to reach it is a trial's
+        `agent_error`, not an agent that was never there."""
+        self._deps.contact.reached = True
+
+    async def not_reached(self, failure: FirstContactFailed) -> AgentNotReachedError:
+        """The error that fails an assessment whose agent could not be reached: its card was read (at
+        opening), but no message could be delivered to the address it advertises."""
+        agent_url, headers = self.config.agent_url, self.config.agent_header_values()
+        card = await self._pool.card(agent_url, headers)  # cached at opening
+        advertised = ", ".join(i.url for i in card.supported_interfaces) or "no address"
+        problem = (
+            "its agent card was read, but no message could be delivered to the address it advertises "
+            f"({advertised}): {failure.__cause__}"
+        )
+        return AgentNotReachedError(agent_url, problem)
+
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -409,9 +429,3 @@ def _sha256(text: str) -> str:
 
 async def _ignore(event: Any) -> None:
     return None
-
-
-@contextlib.asynccontextmanager
-async def _failing(error: AgentError) -> AsyncIterator[Conversation]:
-    raise type(error)(str(error))
-    yield  # an async generator, so that this is a context manager

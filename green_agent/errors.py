@@ -9,6 +9,8 @@ Foreign exceptions (httpx, a2a-sdk, openai) are translated where they enter: in 
     │   ├── AgentUnreachableError   nothing could be delivered (connection refused or never opened)
     │   ├── AgentEgressError        the egress policy refused the agent's address (white_agent/egress.py)
     │   └── AgentProtocolError      HTTP or A2A error, bad card, failed task, empty or malformed answer
+    ├── AgentNotReachedError        the agent could not be reached at the start (its card, or messages before
+    │                               it first answered): the assessment fails, no trial is charged for it
     └── InfrastructureError         our own dependency failed: `infrastructure_error`, excluded from metrics
         └── LLMError                the user-simulator or judge LLM kept failing after its retries
             └── LLMContextTooLong   the LLM refused the conversation as too long (HTTP 400): charged to the
@@ -45,6 +47,20 @@ class AgentEgressError(AgentError):
 
 class AgentProtocolError(AgentError):
     """The white agent answered, but with an error or with nothing usable."""
+
+
+class AgentNotReachedError(EngineError):
+    """The white agent could not be reached before it answered anything: its card could not be read, or no
+    message could be delivered before any was answered. The assessment cannot run and ends `failed`; the
+    message says what to fix. (Once the agent has answered, a lost connection is one trial's agent error.)"""
+
+    def __init__(self, agent_url: str, problem: str) -> None:
+        super().__init__(
+            f"the white agent at {agent_url} could not be reached: {problem}. Check that the agent is "
+            "running and that this URL, and the URL its agent card advertises, are reachable from the green "
+            "agent; then start the assessment again"
+        )
+        self.agent_url = agent_url
 
 
 class InfrastructureError(EngineError):

@@ -4,7 +4,12 @@
 * avg reward over the remaining trials; success = reward within 1e-6 of 1.
 * pass^k = mean over tasks of C(c, k) / C(n, k), n = a task's remaining trials, c = its successes, for
   k = 1 .. the smallest n over tasks that kept at least one trial.
-* Signal rates over scored trials that evaluated the signal; the NL rate is over assertions, not trials.
+* Signal rates over the scored trials where the signal applies (`signal_applicable` holds how many):
+  DB_STATE_MATCH where the trial has a final DB to compare; CLEAN_EXIT every scored trial; ACTION_MATCH where
+  the task has gold actions; COMMUNICATE where the task has facts to communicate; NL_ASSERTION over the
+  assertions of judged trials, not over trials. A check with nothing to check would pass vacuously and say
+  nothing about the agent, so it is left out rather than counted as a pass.
+* Complete: every planned trial ran and was scored; otherwise `partial_reasons` counts what is missing.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from math import comb
 
 from green_agent.config import AssessmentConfig
 from green_agent.models import (
+    SIGNAL_ACTION,
+    SIGNAL_COMMUNICATE,
     SIGNAL_NAMES,
     SIGNAL_NL,
     AssessmentReport,
@@ -25,6 +32,8 @@ from green_agent.models import (
 from green_agent.usage import total
 
 INFRASTRUCTURE_ERROR = "infrastructure_error"
+NOT_JUDGED = "not_judged"
+NOT_RUN = "not_run"
 
 
 def is_success(reward: float | None) -> bool:
@@ -62,11 +71,14 @@ def compute_report(
     trials: Sequence[TrialResult],
     time_used_s: float = 0.0,
     *,
+    trials_planned: int | None = None,
     run_info: RunInfo | None = None,
 ) -> AssessmentReport:
+    """The report over `trials`; `trials_planned` (default: as many as given) counts the ones never run."""
     scored = [t for t in trials if t.reward is not None]
     infra = sum(1 for t in trials if t.termination_reason == INFRASTRUCTURE_ERROR)
     not_judged = sum(1 for t in trials if t.reward is None and t.termination_reason != INFRASTRUCTURE_ERROR)
+    not_run = max(0, (trials_planned or len(trials)) - len(trials))
 
     successes: dict[str, list[bool]] = defaultdict(list)
     rewards: dict[str, list[float]] = defaultdict(list)
@@ -76,25 +88,50 @@ def compute_report(
         rewards[t.task_id].append(t.reward)
 
     signal_rates: dict[str, float | None] = {}
+    signal_applicable: dict[str, int] = {}
     for name in SIGNAL_NAMES:
-        values = [s.passed for t in scored for s in t.signals if s.name == name and s.passed is not None]
-        signal_rates[name] = sum(values) / len(values) if values else None
-    verdicts = [v.passed for t in scored for v in t.nl_verdicts]
-    signal_rates[SIGNAL_NL] = sum(verdicts) / len(verdicts) if verdicts else None
+        outcomes = _outcomes(scored, name)
+        signal_rates[name] = sum(outcomes) / len(outcomes) if outcomes else None
+        signal_applicable[name] = len(outcomes)
 
+    excluded = {INFRASTRUCTURE_ERROR: infra, NOT_JUDGED: not_judged}
+    partial = {reason: n for reason, n in {**excluded, NOT_RUN: not_run}.items() if n}
     return AssessmentReport(
         num_tasks=len({t.task_id for t in trials}),
         num_trials=config.trials,
         trials_total=len(trials),
         trials_scored=len(scored),
-        excluded={INFRASTRUCTURE_ERROR: infra, "not_judged": not_judged},
+        complete=not partial,
+        partial_reasons=partial,
+        excluded=excluded,
         avg_reward=sum(t.reward for t in scored if t.reward is not None) / len(scored) if scored else None,
         pass_hat_k=pass_hat_k(dict(successes)),
         signal_rates=signal_rates,
-        nl_assertions_total=len(verdicts),
+        signal_applicable=signal_applicable,
+        nl_assertions_total=signal_applicable[SIGNAL_NL],
         termination_counts=dict(Counter(t.termination_reason for t in trials)),
         task_rewards={task: sum(r) / len(r) for task, r in rewards.items()},
         time_used_s=time_used_s,
         usage=usage_report(trials),
         run_info=run_info,
     )
+
+
+def _outcomes(scored: Sequence[TrialResult], name: str) -> list[bool]:
+    """One pass/fail per trial where the signal applies; for NL_ASSERTION one per judged assertion."""
+    if name == SIGNAL_NL:
+        return [verdict.passed for t in scored for verdict in t.nl_verdicts]
+    return [passed for t in scored if (passed := _applicable_outcome(t, name)) is not None]
+
+
+def _applicable_outcome(trial: TrialResult, name: str) -> bool | None:
+    """The trial's outcome for one signal, or None where the signal does not apply to it.
+
+    Applicability is read from the checks stored with the trial (not only from the signal's `passed`), so
+    trials stored before ACTION_MATCH and COMMUNICATE said "not applicable" are counted the same way."""
+    if name == SIGNAL_ACTION and not trial.action_checks:
+        return None
+    if name == SIGNAL_COMMUNICATE and not trial.communicate_checks:
+        return None
+    signal = next((s for s in trial.signals if s.name == name), None)
+    return signal.passed if signal is not None else None

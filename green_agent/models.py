@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from green_agent.usage import TrialUsage, Usage
 
@@ -163,21 +163,66 @@ class RunInfo(BaseModel):
     judge_rubric_sha256: str | None = None
 
 
-class AssessmentReport(BaseModel):
-    """Aggregate metrics of one assessment (tau2 rules: infrastructure errors excluded, pass^k per task)."""
+PARTIAL_REASONS = {
+    "infrastructure_error": "excluded after infrastructure errors (user-simulator or judge LLM failed)",
+    "not_judged": "not judged (no NL-assertion judge configured)",
+    "not_run": "not run (the assessment was stopped first)",
+}
+"""Why a trial can be missing from a report's metrics, as `partial_reasons` keys, with what each means."""
 
-    schema_version: int = 1
+
+class AssessmentReport(BaseModel):
+    """Aggregate metrics of one assessment (tau2 rules: infrastructure errors excluded, pass^k per task).
+
+    Schema versions: 1 = signal rates over every scored trial that evaluated the signal (ACTION_MATCH and
+    COMMUNICATE passed vacuously on tasks with nothing to check), no completeness flag. 2 = each rate over the
+    trials where its signal applies (`signal_applicable` says how many), plus `complete`/`partial_reasons`.
+    Version-1 reports still load: their flag is derived from `excluded`, their `signal_applicable` is empty.
+    """
+
+    schema_version: int = 2
     num_tasks: int
     num_trials: int
     trials_total: int
     trials_scored: int
+    complete: bool = Field(
+        description="True when every planned trial ran and was scored; false when any was excluded, not "
+        "judged or not run (then `partial_reasons` says how many and why). Refuse partial results for a "
+        "leaderboard."
+    )
+    partial_reasons: dict[str, int] = Field(
+        default_factory=dict,
+        description="Why trials are missing from the metrics -> how many: infrastructure_error, not_judged, "
+        "not_run. Empty when complete.",
+    )
     excluded: dict[str, int] = Field(default_factory=lambda: {"infrastructure_error": 0, "not_judged": 0})
     avg_reward: float | None
     pass_hat_k: dict[int, float] = Field(default_factory=dict)
     signal_rates: dict[str, float | None] = Field(default_factory=dict)
+    signal_applicable: dict[str, int] = Field(
+        default_factory=dict,
+        description="How many scored trials each rate covers (the trials where the signal applies); for "
+        "NL_ASSERTION, how many judged assertions.",
+    )
     nl_assertions_total: int = 0
     termination_counts: dict[str, int] = Field(default_factory=dict)
     task_rewards: dict[str, float] = Field(default_factory=dict)
     time_used_s: float = 0.0
     usage: UsageReport | None = None
     run_info: RunInfo | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_version_1(cls, data: Any) -> Any:
+        """A stored version-1 report has no completeness flag: derive it from what it excluded."""
+        if isinstance(data, dict) and "complete" not in data:
+            reasons = {reason: n for reason, n in (data.get("excluded") or {}).items() if n}
+            data = {**data, "complete": not reasons, "partial_reasons": reasons}
+        return data
+
+    def partial_summary(self) -> str:
+        """Why the report is partial, in words ("40 trials not judged (...)"); empty when complete."""
+        return "; ".join(
+            f"{count} trial{'s' if count != 1 else ''} {PARTIAL_REASONS.get(reason, reason)}"
+            for reason, count in self.partial_reasons.items()
+        )

@@ -25,7 +25,12 @@ from typing import Any
 
 from a2a.types import Part
 
-from green_agent.errors import AgentError, AgentProtocolError, InfrastructureError
+from green_agent.errors import (
+    AgentError,
+    AgentProtocolError,
+    AgentUnreachableError,
+    InfrastructureError,
+)
 from green_agent.judge import Judge
 from green_agent.limits import (
     TRUNCATION_MARKER,
@@ -69,6 +74,22 @@ class TrialSpec:
 
 
 @dataclass
+class AgentContact:
+    """Shared by the trials of one assessment: has the white agent answered anything yet?
+
+    Until it has, a message that cannot be delivered means the agent is not reachable at all (not running,
+    or its card advertises an address we cannot reach): the trial raises `FirstContactFailed` and the
+    assessment fails, rather than every trial ending as an agent error. Once it has answered, a lost
+    connection is that trial's agent error."""
+
+    reached: bool = False
+
+
+class FirstContactFailed(Exception):
+    """No message could be delivered before the agent had answered any (the cause is the agent error)."""
+
+
+@dataclass
 class TrialDeps:
     """What a trial needs from the engine; built once per assessment."""
 
@@ -88,6 +109,7 @@ class TrialDeps:
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
     agent_usage_bounds: tuple[int, float] = (10_000_000, 100.0)
     """Largest token count and cost (USD) a white agent may report for one reply."""
+    contact: AgentContact = field(default_factory=AgentContact)
 
 
 @dataclass
@@ -124,7 +146,8 @@ def _describe_text(text: str) -> str:
 
 async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
     """Run and score one trial (the engine reports it). Failures of the agent or of our dependencies become
-    outcomes; only cancellation and a failing event handler propagate."""
+    outcomes; only cancellation, a failing event handler and an agent never reached (`FirstContactFailed`)
+    propagate."""
     started = utcnow()
     state = TrialState()
     try:
@@ -133,6 +156,9 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
         assert exc.__cause__ is not None
         raise exc.__cause__ from None
     except AgentError as exc:
+        if isinstance(exc, AgentUnreachableError) and not deps.contact.reached:
+            raise FirstContactFailed() from exc
+        deps.contact.reached = True  # it timed out or answered wrongly: it was there
         reason, state.error = TerminationReason.AGENT_ERROR, _describe(exc)
     except InfrastructureError as exc:  # excluded, unless the agent flooded the user simulator's context
         reason, why = llm_failure_outcome(exc, state.agent_bytes, deps.limits)
@@ -244,6 +270,7 @@ class _Loop:
         )
         while True:
             answer = await self.conversation.send(compose())
+            self.deps.contact.reached = True
             position = len(self.state.transcript)
             usage_warnings = self.agent_usage.add(answer.metadata)
             self.state.warnings.extend(f"message {position}: {w}" for w in usage_warnings)

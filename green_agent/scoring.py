@@ -151,25 +151,32 @@ def exit_and_diagnostic_signals(
     task: Task, reason: str, actions: Sequence[ActionCheck], communicate: Sequence[CommunicateCheck]
 ) -> list[Signal]:
     """CLEAN_EXIT, ACTION_MATCH and COMMUNICATE (counted only where the task's basis names it: v0 tasks)."""
-    said_counts = "COMMUNICATE" in task.reward_basis
     return [
         Signal(
             name=SIGNAL_CLEAN_EXIT, passed=is_clean_exit(reason), counts=True, detail=f"ended with {reason}"
         ),
-        Signal(
-            name=SIGNAL_ACTION,
-            passed=all(a.matched for a in actions),
-            counts=False,
-            detail=f"{sum(a.matched for a in actions)}/{len(actions)} gold actions matched (diagnostic)",
+        _check_signal(
+            SIGNAL_ACTION, [a.matched for a in actions], False, "gold actions matched", "no gold actions"
         ),
-        Signal(
-            name=SIGNAL_COMMUNICATE,
-            passed=all(c.met for c in communicate),
-            counts=said_counts,
-            detail=f"{sum(c.met for c in communicate)}/{len(communicate)} required facts said"
-            + ("" if said_counts else " (diagnostic)"),
+        _check_signal(
+            SIGNAL_COMMUNICATE,
+            [c.met for c in communicate],
+            "COMMUNICATE" in task.reward_basis,
+            "required facts said",
+            "no facts to communicate",
         ),
     ]
+
+
+def _check_signal(name: str, checks: list[bool], counts: bool, what: str, nothing: str) -> Signal:
+    """A signal over a list of checks. With nothing to check, a diagnostic is not applicable (None: a vacuous
+    pass says nothing about the agent); a signal that gates the reward passes, as tau2 scores it."""
+    if not checks:
+        if counts:
+            return Signal(name=name, passed=True, counts=True, detail=f"{nothing} in this task")
+        return Signal(name=name, passed=None, counts=False, detail=f"{nothing} in this task (not applicable)")
+    detail = f"{sum(checks)}/{len(checks)} {what}" + ("" if counts else " (diagnostic)")
+    return Signal(name=name, passed=all(checks), counts=counts, detail=detail)
 
 
 def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:

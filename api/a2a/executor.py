@@ -11,7 +11,7 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from a2a.helpers import get_data_parts, new_task_from_user_message
+from a2a.helpers import get_data_parts, new_task_from_user_message, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
@@ -46,6 +46,11 @@ def request_text(context: RequestContext) -> str:
         if isinstance(data, dict):
             return json.dumps(data)
     return ""
+
+
+def failure_text(record: AssessmentRecord) -> str:
+    """The failed task's message: the stored reason, which says what to fix (e.g. an unreachable agent)."""
+    return f"Assessment failed: {record.error or f'assessment ended as {record.status}'}"
 
 
 class AssessmentExecutor(AgentExecutor):
@@ -124,10 +129,7 @@ class AssessmentExecutor(AgentExecutor):
             if updater.task_id not in self._cancelling:  # cancelled through REST: mirror it here
                 await updater.cancel(message=updater.new_agent_message([Part(text="Assessment cancelled.")]))
         else:
-            reason = final.error or f"assessment ended as {final.status}"
-            await updater.failed(
-                message=updater.new_agent_message([Part(text=f"Assessment failed: {reason}")])
-            )
+            await updater.failed(message=updater.new_agent_message([Part(text=failure_text(final))]))
 
     @staticmethod
     async def _relay_progress(subscription: Subscription, updater: TaskUpdater) -> None:
@@ -170,6 +172,7 @@ class AssessmentExecutor(AgentExecutor):
         task = await store.get(record.a2a_task_id, call_context)
         if task is None or task.status.state in _FINAL_STATES:
             return  # already written, by the process whose execute() followed it
+        status = TaskStatus()
         if record.status == COMPLETED and record.report is not None:
             task.artifacts.append(
                 Artifact(
@@ -183,5 +186,7 @@ class AssessmentExecutor(AgentExecutor):
             state = TaskState.TASK_STATE_CANCELED
         else:
             state = TaskState.TASK_STATE_FAILED
-        task.status.CopyFrom(TaskStatus(state=state))
+            status.message.CopyFrom(new_text_message(failure_text(record), context_id=task.context_id))
+        status.state = state
+        task.status.CopyFrom(status)
         await store.save(task, call_context)

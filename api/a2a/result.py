@@ -17,7 +17,10 @@ def result_data(record: AssessmentRecord, report: AssessmentReport) -> dict[str,
     """The DataPart of the Result artifact.
 
     `score` is the sum over tasks of each task's mean reward and `max_score` the number of tasks scored, so
-    `pass_rate` (0-100) is the tau2 average reward as a percentage, as the official tau2 green reports it."""
+    `pass_rate` (0-100) is the tau2 average reward as a percentage, as the official tau2 green reports it.
+    `complete` is false when any trial is missing from it (`partial_reasons` says why): a leaderboard pipeline
+    should refuse such a result. `signal_applicable` says how many trials (assertions, for NL_ASSERTION) each
+    entry of `signal_rates` covers."""
     score = sum(report.task_rewards.values())
     max_score = len(report.task_rewards)
     return {
@@ -28,6 +31,8 @@ def result_data(record: AssessmentRecord, report: AssessmentReport) -> dict[str,
         "task_rewards": dict(report.task_rewards),
         "time_used": report.time_used_s,
         "assessment_id": record.id,
+        "complete": report.complete,
+        "partial_reasons": dict(report.partial_reasons),
         "num_tasks": report.num_tasks,
         "num_trials": report.num_trials,
         "trials_total": report.trials_total,
@@ -37,6 +42,7 @@ def result_data(record: AssessmentRecord, report: AssessmentReport) -> dict[str,
         "pass_hat_k": {str(k): v for k, v in report.pass_hat_k.items()},
         "pass_power_k_scores": {f"Pass^{k}": v for k, v in report.pass_hat_k.items()},
         "signal_rates": dict(report.signal_rates),
+        "signal_applicable": dict(report.signal_applicable),
         "termination_counts": dict(report.termination_counts),
         "nl_assertions_total": report.nl_assertions_total,
         "schema_version": report.schema_version,
@@ -44,11 +50,14 @@ def result_data(record: AssessmentRecord, report: AssessmentReport) -> dict[str,
 
 
 def result_summary(record: AssessmentRecord, report: AssessmentReport) -> str:
+    """One paragraph; a partial result says so first, so nobody reads its pass rate as final."""
     data = result_data(record, report)
     pass_k = ", ".join(f"pass^{k} {v:.3f}" for k, v in report.pass_hat_k.items()) or "no pass^k"
     avg = f"{report.avg_reward:.3f}" if report.avg_reward is not None else "n/a"
+    headline = "" if report.complete else f"Partial result: {report.partial_summary()}. "
     return (
-        f"tau2 retail assessment {record.id}: {report.num_tasks} tasks x {report.num_trials} trials, "
+        f"{headline}tau2 retail assessment {record.id}: "
+        f"{report.num_tasks} tasks x {report.num_trials} trials, "
         f"{report.trials_scored}/{report.trials_total} trials scored; average reward {avg}; "
         f"pass rate {data['pass_rate']:.1f}%; {pass_k}; {report.time_used_s:.1f} s."
     )

@@ -27,6 +27,8 @@ from a2a.types import (
     TaskState,
 )
 
+from green_agent.reference_agents import serve_reference_agent
+from retail_domain import RetailData
 from tests.api.servers import poll, serve_green
 
 
@@ -94,8 +96,12 @@ async def test_agentbeats_request_streams_and_completes_with_result(
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert [a.name for a in task.artifacts] == ["Result"]
     parts = list(task.artifacts[0].parts)
-    assert parts[0].text.startswith("tau2 retail assessment")
+    # task 2 needs the judge this service lacks: the result is partial and says so before anything else
+    assert parts[0].text.startswith("Partial result: 2 trials not judged"), parts[0].text
     (data,) = get_data_parts(parts)
+    assert data["complete"] is False and data["partial_reasons"] == {"not_judged": 2}
+    assert set(data["signal_applicable"]) == set(data["signal_rates"])
+    assert data["signal_applicable"]["CLEAN_EXIT"] == data["trials_scored"] == 4
     assert data["domain"] == "retail"
     # Without a judge, tasks whose reward needs NL assertions are excluded: max_score counts scored tasks.
     assert data["max_score"] == len(data["task_rewards"]) >= 1
@@ -109,6 +115,57 @@ async def test_agentbeats_request_streams_and_completes_with_result(
     rest = (await http.get(f"{green_url}assessments/{data['assessment_id']}")).json()
     assert rest["source"] == "a2a" and rest["status"] == "completed" and rest["a2a_task_id"] == task.id
     assert rest["progress"] == {"trials_done": 6, "trials_total": 6}
+
+
+async def test_a_complete_result_carries_the_flag_and_counts(
+    green_url: str, http: httpx.AsyncClient, oracle_url: str
+) -> None:
+    client = await a2a_client(green_url, http, streaming=False)
+    _, task = await collect(client, agentbeats(oracle_url, task_ids=[0, 57]))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    parts = list(task.artifacts[0].parts)
+    assert parts[0].text.startswith("tau2 retail assessment"), parts[0].text
+    (data,) = get_data_parts(parts)
+    assert data["complete"] is True and data["partial_reasons"] == {}
+    # task 57 has no gold actions: ACTION_MATCH covers task 0 only
+    assert data["signal_applicable"]["ACTION_MATCH"] == 1 and data["signal_rates"]["ACTION_MATCH"] == 1.0
+
+
+async def test_an_unreachable_agent_fails_the_task_saying_what_to_fix(
+    green_url: str, http: httpx.AsyncClient
+) -> None:
+    client = await a2a_client(green_url, http)
+    _, task = await collect(client, agentbeats("http://127.0.0.1:9/", num_tasks=3))
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    assert not task.artifacts  # no Result: nothing a pipeline could publish as a score of 0
+    message = get_message_text(task.status.message)
+    assert message.startswith("Assessment failed: the white agent at http://127.0.0.1:9")
+    assert "could not be reached" in message and "Check that the agent is running" in message
+    rest = (await http.get(f"{green_url}assessments")).json()["data"][0]
+    assert rest["status"] == "failed" and rest["a2a_task_id"] == task.id and rest["error"] in message
+
+
+async def test_a_resumed_a2a_assessment_whose_agent_is_gone_fails_its_task_saying_why(
+    database_url: str, http: httpx.AsyncClient, retail_data: RetailData
+) -> None:
+    # Started over A2A, interrupted by a restart, and by the next start its agent has gone away: the A2A
+    # task (nobody attached to it any more) ends failed with the reason, like a live one.
+    async with (
+        serve_reference_agent("idle", data=retail_data) as agent_url,
+        serve_green(database_url) as url,
+    ):
+        client = await a2a_client(url, http, streaming=False)
+        text = agentbeats(agent_url, num_tasks=2)
+        (first,) = [r async for r in client.send_message(request(text, return_immediately=True))]
+        await poll(http, f"{url}assessments", lambda b: b["data"] and b["data"][0]["status"] == "running")
+    async with serve_green(database_url) as url:
+        done = await poll(http, f"{url}assessments", lambda b: b["data"][0]["status"] == "failed")
+        client = await a2a_client(url, http, streaming=False)
+        task = await client.get_task(GetTaskRequest(id=first.task.id))
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    message = get_message_text(task.status.message)
+    assert message == f"Assessment failed: {done['data'][0]['error']}"
+    assert "could not be reached" in message and agent_url.rstrip("/") in message
 
 
 @pytest.mark.parametrize(

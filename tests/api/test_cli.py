@@ -1,17 +1,21 @@
 """The `green-agent` command as a user runs it (real subprocesses): db upgrade on both backends, run against
-the oracle white agent with the report written as JSON, the zero-configuration demo, and replay."""
+the oracle white agent with the report written as JSON, each exit code, the zero-configuration demo, and
+replay."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
 import sqlalchemy as sa
 
 from api.db.engine import create_engine
+from api.exit_codes import ExitCode
 from tests.api.servers import GREEN_AGENT_BIN, REPO_ROOT
 
 
@@ -57,7 +61,7 @@ async def test_run_writes_report(oracle_url: str, tmp_path: Path) -> None:
         "--agent-url",
         oracle_url,
         "--task-ids",
-        "0,1,2,3",
+        "0,1,5",
         "--trials",
         "2",
         "--output",
@@ -65,11 +69,83 @@ async def test_run_writes_report(oracle_url: str, tmp_path: Path) -> None:
         "--database-url",
         database_url,
     )
-    assert code == 0, output
+    assert code == ExitCode.OK, output  # completed, and complete: none of these tasks needs the judge
     saved = json.loads(output_path.read_text())
     assert saved["status"] == "completed" and saved["source"] == "cli"
-    assert saved["report"]["trials_total"] == 8 and saved["report"]["avg_reward"] == 1.0
+    assert saved["report"]["trials_total"] == 6 and saved["report"]["avg_reward"] == 1.0
+    assert saved["report"]["complete"] is True
     assert "pass^2" in output and "average reward" in output  # the printed table
+    assert "1.0000 of 6 trials" in output  # rates come with how many trials they cover
+    assert "PARTIAL" not in output
+
+
+async def test_run_exits_partial_failed_and_cancelled_with_their_own_codes(
+    oracle_url: str, slow_oracle_url: str, tmp_path: Path
+) -> None:
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'run.db'}"
+    common = ("--database-url", database_url, "--quiet")
+
+    # Task 2 needs the NL judge and none is configured: the report is partial, and `run` says so by its code.
+    code, output = await green_agent(
+        "run", "--agent-url", oracle_url, "--task-ids", "0,2", "--output", str(tmp_path / "p.json"), *common
+    )
+    assert code == ExitCode.PARTIAL, output
+    assert "PARTIAL:" in output and "1 trial not judged" in output
+    assert json.loads((tmp_path / "p.json").read_text())["report"]["complete"] is False
+
+    code, output = await green_agent(
+        "run", "--agent-url", "http://127.0.0.1:9/", "--output", str(tmp_path / "f.json"), *common
+    )
+    assert code == ExitCode.FAILED, output
+    assert "could not be reached" in output
+    assert json.loads((tmp_path / "f.json").read_text())["status"] == "failed"
+
+    # Ctrl-C: the assessment is cancelled, the trials that finished are reported, and the code says so.
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'cancelled.db'}"
+    process = await asyncio.create_subprocess_exec(
+        str(GREEN_AGENT_BIN),
+        *("run", "--agent-url", slow_oracle_url, "--trials", "4", "--concurrency", "2"),
+        *("--output", str(tmp_path / "c.json"), "--database-url", database_url, "--quiet"),
+        cwd=REPO_ROOT,
+        env={**os.environ, "COLUMNS": "160"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    started = await asyncio.wait_for(process.stdout.readline(), 60)
+    assert b"trials of" in started, started
+    await _until_a_trial_is_stored(database_url)
+    process.send_signal(signal.SIGINT)
+    rest, _ = await asyncio.wait_for(process.communicate(), 60)
+    output = (started + rest).decode()
+    assert process.returncode == ExitCode.CANCELLED, output
+    saved = json.loads((tmp_path / "c.json").read_text())
+    assert saved["status"] == "cancelled"
+    report = saved["report"]
+    assert report["complete"] is False and 0 < report["partial_reasons"]["not_run"] < 456
+    assert report["trials_total"] + report["partial_reasons"]["not_run"] == 456
+    assert "PARTIAL:" in output and "not run" in output
+
+
+async def _until_a_trial_is_stored(database_url: str, timeout_s: float = 60) -> None:
+    engine = create_engine(database_url)
+    try:
+        async with asyncio.timeout(timeout_s):
+            while True:
+                with contextlib.suppress(sa.exc.OperationalError):  # the run has not made its tables yet
+                    async with engine.connect() as connection:
+                        if (await connection.execute(sa.text("SELECT count(*) FROM trials"))).scalar():
+                            return
+                await asyncio.sleep(0.1)
+    finally:
+        await engine.dispose()
+
+
+async def test_help_documents_the_exit_codes() -> None:
+    for command in ("run", "demo"):
+        code, output = await green_agent(command, "--help")
+        assert code == 0, output
+        assert "exit codes:" in output and "3  partial" in output and "4  cancelled" in output
 
 
 async def test_run_refuses_bad_options(oracle_url: str, tmp_path: Path) -> None:
@@ -77,7 +153,7 @@ async def test_run_refuses_bad_options(oracle_url: str, tmp_path: Path) -> None:
     code, output = await green_agent(
         "run", "--agent-url", oracle_url, "--task-ids", "nope", "--database-url", database_url
     )
-    assert code == 2 and "unknown task ids" in output
+    assert code == ExitCode.USAGE and "unknown task ids" in output
 
 
 async def test_demo_runs_with_zero_configuration(tmp_path: Path) -> None:
@@ -97,9 +173,13 @@ async def test_demo_runs_with_zero_configuration(tmp_path: Path) -> None:
     )
     raw, _ = await asyncio.wait_for(process.communicate(), 240)
     output = raw.decode()
-    assert process.returncode == 0, output
+    # The demo has no judge by design: its report is partial (not judged), it says so, and it exits 0 for
+    # that reason alone, so that `make demo` works as the README's first command.
+    assert process.returncode == ExitCode.OK, output
     report = json.loads((tmp_path / "demo.json").read_text())["report"]
     assert report["trials_total"] == 10 and report["avg_reward"] == 1.0
+    assert report["complete"] is False and set(report["partial_reasons"]) == {"not_judged"}
+    assert "PARTIAL (expected in the demo, which has no LLM judge)" in output
     assert "demo finished" in output
     # The demo runs on the embedded default database, so a later `serve` shows it over REST.
     assert (tmp_path / "green_agent.db").is_file()

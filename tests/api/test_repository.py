@@ -106,7 +106,13 @@ async def test_finish_page_and_unfinished(repo: AssessmentRepository) -> None:
     a, _ = await repo.create(new(agent="http://a.test"))
     b, _ = await repo.create(new(agent="http://b.test"))
     report = AssessmentReport(
-        num_tasks=1, num_trials=1, trials_total=1, trials_scored=1, avg_reward=1.0, pass_hat_k={1: 1.0}
+        num_tasks=1,
+        num_trials=1,
+        trials_total=1,
+        trials_scored=1,
+        complete=True,
+        avg_reward=1.0,
+        pass_hat_k={1: 1.0},
     )
     done = await repo.finish(a.id, COMPLETED, report=report)
     assert done is not None and done.status == COMPLETED and done.report == report

@@ -110,9 +110,15 @@ async def test_lifecycle_with_idempotency_and_sse(client: httpx.AsyncClient, ora
     assert leaderboard["participants"] == {"agent": done["agent_url"]}
     [result] = leaderboard["results"]
     assert result["domain"] == "retail" and result["assessment_id"] == assessment_id
-    # Task 2 carries an NL assertion and this service has no judge: not judged, so not in the score.
+    # Task 2 carries an NL assertion and this service has no judge: not judged, so not in the score, and the
+    # report and the results file say they are partial, so that no pipeline publishes them as final.
     assert result["task_rewards"] == {"0": 1.0, "1": 1.0} and result["excluded"]["not_judged"] == 2
     assert (result["score"], result["max_score"], result["pass_rate"]) == (2.0, 2, 100.0)
+    assert report["complete"] is False and report["partial_reasons"] == {"not_judged": 2}
+    assert result["complete"] is False and result["partial_reasons"] == {"not_judged": 2}
+    assert report["signal_applicable"]["CLEAN_EXIT"] == 4 and report["signal_applicable"]["COMMUNICATE"] == 0
+    assert result["signal_applicable"] == report["signal_applicable"]
+    assert report["schema_version"] == 2
 
     trials = (await client.get(f"/assessments/{assessment_id}/trials")).json()
     assert trials["count"] == 6
@@ -131,6 +137,33 @@ async def test_lifecycle_with_idempotency_and_sse(client: httpx.AsyncClient, ora
     # A finished assessment cannot be cancelled; its events stream is just the final status.
     assert (await client.post(f"/assessments/{assessment_id}/cancel")).status_code == 409
     assert [name for name, _ in await read_sse(client, f"/assessments/{assessment_id}/events")] == ["status"]
+
+
+async def test_a_complete_report_says_so(client: httpx.AsyncClient, oracle_url: str) -> None:
+    body = {"agent_url": oracle_url, "tasks": {"task_ids": ["0", "30"]}, "trials": 1}
+    assessment_id = (await client.post("/assessments", json=body)).json()["id"]
+    done = await poll(client, f"/assessments/{assessment_id}", lambda b: b["status"] == "completed")
+    report = done["report"]
+    assert report["complete"] is True and report["partial_reasons"] == {}
+    # task 30 has a fact to communicate and task 0 none: the COMMUNICATE rate covers one trial
+    assert report["signal_applicable"]["COMMUNICATE"] == 1 and report["signal_applicable"]["CLEAN_EXIT"] == 2
+    [result] = (await client.get(f"/assessments/{assessment_id}/leaderboard")).json()["results"]
+    assert result["complete"] is True and result["partial_reasons"] == {}
+    # the oracle performs the gold actions but says none of the facts: "0.0 of 1", not a vacuous 0.5 of 2
+    assert result["signal_rates"]["COMMUNICATE"] == 0.0 and result["signal_applicable"]["COMMUNICATE"] == 1
+
+
+async def test_an_unreachable_agent_fails_the_assessment_with_the_reason(client: httpx.AsyncClient) -> None:
+    body = {"agent_url": "http://127.0.0.1:9/", "tasks": {"num_tasks": 3}}
+    assessment_id = (await client.post("/assessments", json=body)).json()["id"]
+    done = await poll(
+        client, f"/assessments/{assessment_id}", lambda b: b["status"] not in ("queued", "running")
+    )
+    assert done["status"] == "failed" and done["report"] is None
+    assert "http://127.0.0.1:9" in done["error"] and "could not be reached" in done["error"]
+    assert "Check that the agent is running" in done["error"]
+    assert (await client.get(f"/assessments/{assessment_id}/trials")).json()["count"] == 0
+    assert (await client.get(f"/assessments/{assessment_id}/leaderboard")).status_code == 409
 
 
 async def test_cancel_running_assessment(client: httpx.AsyncClient, idle_url: str) -> None:

@@ -195,7 +195,13 @@ def test_the_cli_report_table_shows_tokens_and_cost_per_party() -> None:
         judge=Usage(model="j", calls=1, prompt_tokens=1000, completion_tokens=100, cost_usd=None),
     )
     report = AssessmentReport(
-        num_tasks=1, num_trials=1, trials_total=1, trials_scored=1, avg_reward=1.0, usage=usage
+        num_tasks=1,
+        num_trials=1,
+        trials_total=1,
+        trials_scored=1,
+        complete=True,
+        avg_reward=1.0,
+        usage=usage,
     )
     console = Console(width=200, record=True)
     console.print(report_table(record, report))

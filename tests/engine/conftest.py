@@ -50,3 +50,16 @@ async def run(
     async with engine_for(data, **settings) as engine:
         report = await engine.run(config, on_event=collector)
     return report, collector
+
+
+def expected_applicability(data: RetailData, task_ids: list[str]) -> dict[str, int]:
+    """`signal_applicable` for one trial per task, no judge, every trial scored unless its task is judged:
+    derived from the task data, independently of the engine's code."""
+    scored = [data.tasks[t] for t in task_ids if not data.tasks[t].judged]
+    return {
+        "DB_STATE_MATCH": len(scored),
+        "NL_ASSERTION": 0,
+        "CLEAN_EXIT": len(scored),
+        "ACTION_MATCH": sum(1 for task in scored if task.gold_actions),
+        "COMMUNICATE": sum(1 for task in scored if task.communicate_info),
+    }

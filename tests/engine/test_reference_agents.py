@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import pytest
+from a2a.server.agent_execution import RequestContext
+from a2a.server.events import EventQueue
+from starlette.applications import Starlette
 
 from green_agent import AssessmentConfig, TaskSelection
-from green_agent.reference_agents import serve_reference_agent
+from green_agent.errors import AgentNotReachedError
+from green_agent.reference_agents import agent_card, build_agent_app, serve_app, serve_reference_agent
+from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
 from retail_domain import RetailData
-from tests.engine.conftest import GOLD_EQUALS_INITIAL, engine_for, run
+from tests.engine.conftest import GOLD_EQUALS_INITIAL, Collector, engine_for, expected_applicability, run
+from tests.support.agents import FunctionExecutor, Reply, serve_executor
 
 
 @pytest.mark.slow
@@ -63,6 +70,18 @@ async def test_agent_without_tools_matches_only_tasks_whose_gold_is_the_initial_
     assert matched == GOLD_EQUALS_INITIAL
     assert report.termination_counts == {"user_stop": 114}
     assert all(r.db_actual_hash == data.initial_db_hash() for r in events.results)
+    # Rates over the trials where each signal applies: it never said a required fact nor made a gold call.
+    # (Counted over every scored trial, COMMUNICATE was 0.96 and ACTION_MATCH 0.01 for this agent.)
+    assert report.signal_applicable == expected_applicability(data, list(data.tasks))
+    scored = {t for t, task in data.tasks.items() if not task.judged}
+    assert report.signal_rates == {
+        "DB_STATE_MATCH": len(GOLD_EQUALS_INITIAL & scored) / len(scored),
+        "NL_ASSERTION": None,
+        "CLEAN_EXIT": 1.0,
+        "ACTION_MATCH": 0.0,
+        "COMMUNICATE": 0.0,
+    }
+    assert report.complete is False and report.partial_reasons == {"not_judged": 114 - len(scored)}
 
 
 async def test_garbage_and_timeout_agents_score_zero_while_other_trials_complete(data: RetailData) -> None:
@@ -93,19 +112,8 @@ async def test_agent_error_reasons_are_stored(data: RetailData) -> None:
         _, garbage = await run(data, AssessmentConfig(agent_url=url, tasks=one))
     async with serve_reference_agent("timeout", data=data) as url:
         _, timeout = await run(data, AssessmentConfig(agent_url=url, tasks=one, turn_timeout_s=0.3))
-    _, unreachable = await run(data, AssessmentConfig(agent_url="http://127.0.0.1:9", tasks=one))
-    # an agent that cannot be reached fails every trial at once, not one connection retry cycle per trial
-    started = time.monotonic()
-    report, _ = await run(data, AssessmentConfig(agent_url="http://127.0.0.1:9", trials=4, concurrency=2))
-    assert report.termination_counts == {"agent_error": 456}
-    # generous: with a card fetch (and its retries) per trial instead of per assessment this takes minutes
-    assert time.monotonic() - started < 60
 
-    for events, expected in (
-        (garbage, "AgentProtocolError"),
-        (timeout, "AgentTimeoutError"),
-        (unreachable, "AgentUnreachableError"),
-    ):
+    for events, expected in ((garbage, "AgentProtocolError"), (timeout, "AgentTimeoutError")):
         (result,) = events.results
         assert result.termination_reason == "agent_error"
         assert result.reward == 0.0 and result.is_successful is False
@@ -113,3 +121,101 @@ async def test_agent_error_reasons_are_stored(data: RetailData) -> None:
         clean = next(s for s in result.signals if s.name == "CLEAN_EXIT")
         assert clean.passed is False and clean.counts is True
     assert "0.3s" in timeout.results[0].error  # type: ignore[operator]
+
+
+async def test_an_agent_whose_card_cannot_be_read_fails_the_assessment_before_any_trial(
+    data: RetailData,
+) -> None:
+    collector = Collector()
+    started = time.monotonic()
+    async with engine_for(data) as engine:
+        with pytest.raises(AgentNotReachedError) as raised:
+            await engine.run(AssessmentConfig(agent_url="http://127.0.0.1:9", trials=4), on_event=collector)
+    message = str(raised.value)
+    assert "http://127.0.0.1:9" in message and "agent card" in message, message
+    assert "Check that the agent is running" in message
+    assert collector.events == []  # no trial started, so none is charged to the agent
+    assert time.monotonic() - started < 30  # one card fetch with its retries, not one per trial
+
+
+async def test_an_agent_whose_card_advertises_an_unreachable_address_fails_the_assessment(
+    data: RetailData,
+) -> None:
+    dead = "http://127.0.0.1:9/"
+    executor = FunctionExecutor(_say("Hello."))
+
+    def app_for(url: str) -> Starlette:
+        card = agent_card(name="misconfigured", description="its card names a dead address", url=dead)
+        return build_agent_app(executor, card=card)
+
+    collector = Collector()
+    async with serve_app(app_for) as url, engine_for(data) as engine:
+        config = AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["0", "1", "2"]), concurrency=3)
+        with pytest.raises(AgentNotReachedError) as raised:
+            await engine.run(config, on_event=collector)
+    message = str(raised.value)
+    assert "card was read" in message and dead in message, message
+    assert collector.results == []  # the trials were cancelled with the assessment, none was scored
+    assert executor.received == []
+
+
+async def test_an_agent_lost_mid_run_ends_its_trials_as_agent_errors_with_applicable_only_rates(
+    data: RetailData,
+) -> None:
+    # It answers the first message it gets with a tool call and then goes away. It was reached, so the
+    # assessment goes on and every trial is the agent's error (the ones that started later never reach it);
+    # each rate is "0 of N" over the trials where its signal applies.
+    task_ids = ["0", "2", "24", "30", "31", "57"]
+    gone = asyncio.Event()
+    executor = FunctionExecutor(_call_a_tool_then(gone.set))
+    ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    async def serve_until_gone() -> None:
+        async with serve_executor(executor) as url:
+            ready.set_result(url)
+            await gone.wait()
+        # leaving the block stops the server: later connections are refused
+
+    server = asyncio.create_task(serve_until_gone())
+    config = AssessmentConfig(agent_url=await ready, tasks=TaskSelection(task_ids=task_ids), concurrency=2)
+    report, events = await run(data, config)
+    await server
+
+    assert report.termination_counts == {"agent_error": 6}
+    assert any(r.error and r.error.startswith("AgentUnreachableError") for r in events.results)
+    expected = expected_applicability(data, task_ids)
+    assert report.signal_applicable == expected
+    assert expected["ACTION_MATCH"] < expected["CLEAN_EXIT"]  # task 57 has no gold actions
+    assert 0 < expected["COMMUNICATE"] < expected["CLEAN_EXIT"]  # tasks 30, 31 have facts to say, 0 none
+    scored = [t for t in task_ids if not data.tasks[t].judged]
+    assert report.signal_rates == {
+        "DB_STATE_MATCH": len(GOLD_EQUALS_INITIAL & set(scored)) / len(scored),  # it changed nothing
+        "NL_ASSERTION": None,
+        "CLEAN_EXIT": 0.0,
+        "ACTION_MATCH": 0.0,
+        "COMMUNICATE": 0.0,
+    }
+    assert report.complete is False and report.partial_reasons == {"not_judged": 2}
+    # per trial, a check with nothing to check says "not applicable" instead of a vacuous pass
+    no_gold = events.by_task()["57"]
+    action = next(s for s in no_gold.signals if s.name == "ACTION_MATCH")
+    communicate = next(s for s in no_gold.signals if s.name == "COMMUNICATE")
+    assert action.passed is None and communicate.passed is None and "not applicable" in action.detail
+
+
+def _say(text: str) -> Reply:
+    async def reply(incoming: Incoming, context: RequestContext, queue: EventQueue) -> None:
+        await queue.enqueue_event(agent_message(text_parts(incoming.structured, text), context.context_id))
+
+    return reply
+
+
+def _call_a_tool_then(then: Callable[[], object]) -> Reply:
+    """Answers with a tool call (so the trial needs another exchange), after calling `then`."""
+
+    async def reply(incoming: Incoming, context: RequestContext, queue: EventQueue) -> None:
+        then()
+        parts = call_parts(incoming.structured, "no_such_tool", {})
+        await queue.enqueue_event(agent_message(parts, context.context_id))
+
+    return reply

@@ -211,6 +211,7 @@ def _report(**changes: Any) -> AssessmentReport:
         num_trials=4,
         trials_total=456,
         trials_scored=456,
+        complete=True,
         excluded={"infrastructure_error": 0, "not_judged": 0},
         avg_reward=0.5,
         pass_hat_k={1: 0.5, 2: 0.4, 3: 0.3, 4: 0.25},

@@ -7,7 +7,16 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from green_agent import AssessmentConfig, EngineSettings, LLMEndpoint, Signal, TaskSelection, TrialResult
+from green_agent import (
+    AssessmentConfig,
+    AssessmentReport,
+    EngineSettings,
+    LLMEndpoint,
+    NLVerdict,
+    Signal,
+    TaskSelection,
+    TrialResult,
+)
 from green_agent.judge import NO_VERDICT, normalize_verdicts, render_transcript
 from green_agent.metrics import compute_report, pass_hat_k
 from green_agent.models import TranscriptMessage
@@ -174,6 +183,100 @@ def test_report_excludes_infrastructure_and_not_judged() -> None:
     assert report.task_rewards == {"a": 0.5, "b": 1.0}
     assert report.signal_rates["DB_STATE_MATCH"] == 1.0
     assert report.time_used_s == 1.5
+    assert report.complete is False and report.partial_reasons == {"infrastructure_error": 1, "not_judged": 2}
+    assert report.partial_summary() == (
+        "1 trial excluded after infrastructure errors (user-simulator or judge LLM failed); "
+        "2 trials not judged (no NL-assertion judge configured)"
+    )
+
+
+def _signals(**passed: bool | None) -> list[Signal]:
+    return [Signal(name=name, passed=value, counts=False, detail="") for name, value in passed.items()]
+
+
+def test_signal_rates_cover_only_the_trials_where_the_signal_applies() -> None:
+    config = AssessmentConfig(agent_url="http://agent")
+    action = [{"action_id": "a", "name": "cancel_pending_order", "matched": False, "write": True}]
+    said = [{"info": "10", "met": True}]
+    verdicts = [NLVerdict(index=i, assertion="x", passed=i == 0, reason="") for i in range(3)]
+    trials = [
+        # gold actions and facts to say: both diagnostics apply
+        _trial(
+            "a",
+            0,
+            0.0,
+            signals=_signals(ACTION_MATCH=False, COMMUNICATE=True, CLEAN_EXIT=True),
+            action_checks=action,
+            communicate_checks=said,
+        ),
+        # nothing to check: stored by an older version as vacuous passes, by this one as None; never counted
+        _trial("b", 0, 0.0, signals=_signals(ACTION_MATCH=True, COMMUNICATE=True, CLEAN_EXIT=False)),
+        _trial("c", 0, 0.0, signals=_signals(ACTION_MATCH=None, COMMUNICATE=None, DB_STATE_MATCH=None)),
+        _trial("d", 0, 1.0, signals=_signals(DB_STATE_MATCH=True, CLEAN_EXIT=True), nl_verdicts=verdicts),
+        # excluded trials count for nothing, whatever their signals say
+        _trial(
+            "e",
+            0,
+            None,
+            reason="infrastructure_error",
+            signals=_signals(CLEAN_EXIT=False),
+            action_checks=action,
+        ),
+    ]
+    report = compute_report(config, trials)
+    assert report.signal_applicable == {
+        "DB_STATE_MATCH": 1,
+        "NL_ASSERTION": 3,
+        "CLEAN_EXIT": 3,
+        "ACTION_MATCH": 1,
+        "COMMUNICATE": 1,
+    }
+    assert report.signal_rates == {
+        "DB_STATE_MATCH": 1.0,
+        "NL_ASSERTION": pytest.approx(1 / 3),
+        "CLEAN_EXIT": pytest.approx(2 / 3),
+        "ACTION_MATCH": 0.0,
+        "COMMUNICATE": 1.0,
+    }
+    assert report.nl_assertions_total == 3
+
+
+def test_a_report_is_complete_only_when_every_planned_trial_ran_and_was_scored() -> None:
+    config = AssessmentConfig(agent_url="http://agent", trials=2)
+    trials = [_trial("a", 0, 1.0), _trial("a", 1, 0.0, reason="agent_error")]
+    assert compute_report(config, trials).complete is True
+    assert compute_report(config, trials).partial_reasons == {}
+    cancelled = compute_report(config, trials, trials_planned=6)  # 4 never ran
+    assert cancelled.complete is False and cancelled.partial_reasons == {"not_run": 4}
+    assert cancelled.partial_summary() == "4 trials not run (the assessment was stopped first)"
+
+
+def test_a_stored_version_1_report_still_loads() -> None:
+    # What version 1 stored: no completeness flag, no counts next to the rates.
+    stored = {
+        "schema_version": 1,
+        "num_tasks": 114,
+        "num_trials": 1,
+        "trials_total": 114,
+        "trials_scored": 74,
+        "excluded": {"infrastructure_error": 0, "not_judged": 40},
+        "avg_reward": 1.0,
+        "pass_hat_k": {"1": 1.0},
+        "signal_rates": {"DB_STATE_MATCH": 1.0, "NL_ASSERTION": None, "COMMUNICATE": 0.9595},
+        "nl_assertions_total": 0,
+        "termination_counts": {"user_stop": 114},
+        "task_rewards": {"0": 1.0},
+        "time_used_s": 15.0,
+    }
+    report = AssessmentReport.model_validate(stored)
+    assert report.schema_version == 1  # its rates keep their version-1 meaning, and say so
+    assert report.complete is False and report.partial_reasons == {"not_judged": 40}
+    assert report.signal_applicable == {} and report.signal_rates["COMMUNICATE"] == 0.9595
+    clean = AssessmentReport.model_validate(
+        {**stored, "excluded": {"infrastructure_error": 0, "not_judged": 0}}
+    )
+    assert clean.complete is True and clean.partial_reasons == {}
+    assert AssessmentReport.model_validate(report.model_dump(mode="json")) == report  # and round-trips
 
 
 def test_config_validation_messages() -> None:
