@@ -493,15 +493,18 @@ class AssessmentService:
         if record is None:
             return None
         self._opened.pop(assessment_id, None)
+        # Shielded: this job may be stopped meanwhile (failing an assessment stops its other jobs, some of
+        # which may be here too), and the listeners' bookkeeping (the A2A task's final state) must complete.
+        await asyncio.shield(self._announce(record))
+        return record
+
+    async def _announce(self, record: AssessmentRecord) -> None:
         for listener in self.finish_listeners:
             try:
                 await listener(record)
             except Exception:
-                logger.exception("finish listener failed for assessment %s", assessment_id)
-        self._publish_status(
-            assessment_id, record.status, record.trials_done, record.trials_total, record.error
-        )
-        return record
+                logger.exception("finish listener failed for assessment %s", record.id)
+        self._publish_status(record.id, record.status, record.trials_done, record.trials_total, record.error)
 
     def _publish_status(
         self, assessment_id: str, status: str, done: int, total: int, error: str | None = None

@@ -7,6 +7,8 @@ cannot be run are rejected (a task state, with a message saying what to send), n
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 from typing import TYPE_CHECKING
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
     from api.runtime import Runtime
 
 logger = logging.getLogger(__name__)
+
+# After the assessment is over, how long the progress relay may take to pass on the last trial updates.
+RELAY_GRACE_S = 1.0
 
 _FINAL_STATES = (
     TaskState.TASK_STATE_COMPLETED,
@@ -120,7 +125,17 @@ class AssessmentExecutor(AgentExecutor):
             # Subscribed before starting, so no event is missed; an assessment that already ended (a replayed
             # request) has nothing more to stream.
             if not (await service.get(record.id)).finished:
-                await self._relay_progress(subscription, updater)
+                # Progress events may come from other processes, and a lost one must not leave the task
+                # waiting: the stored status decides when it is over (`wait` re-reads it), and the relay
+                # gets a moment to pass on the last events.
+                relay = asyncio.create_task(self._relay_progress(subscription, updater))
+                try:
+                    await service.wait(record.id)
+                    await asyncio.wait({relay}, timeout=RELAY_GRACE_S)
+                finally:
+                    relay.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await relay
         final = await service.wait(record.id)
         if final.status == COMPLETED and final.report is not None:
             await updater.add_artifact(result_parts(final, final.report), name=RESULT_ARTIFACT)
