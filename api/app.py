@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import Any
 
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
@@ -18,14 +20,20 @@ from a2a.server.routes import (
     create_jsonrpc_routes,
     create_rest_routes,
 )
-from a2a.server.tasks import DatabaseTaskStore
 from fastapi import FastAPI, Request, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.middleware.authentication import AuthenticationMiddleware
 
 from api import __version__, metrics
 from api.a2a.card import JSONRPC_PATH, REST_PREFIX, build_agent_card
 from api.a2a.executor import AssessmentExecutor
+from api.a2a.tenancy import TenantContextBuilder, TenantTaskStore
+from api.auth import OPEN_PRINCIPAL, BearerKeyBackend, auth_error_response, open_mode_warning
 from api.db.engine import create_engine
+from api.db.keys import KeyRepository
+from api.request_limits import RequestGuard, validation_error_handler
 from api.routes import assessments, events, health, trials
 from api.runtime import open_runtime, resume
 from api.service import AssessmentNotFound
@@ -41,6 +49,15 @@ JSON-RPC at `/`, REST binding under `/a2a`) for AgentBeats-style requests.
 """
 
 
+AUTH_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {
+        "description": "An API key is required (the operator created keys) and none, or a bad one, was sent."
+    },
+    413: {"description": "The request body is larger than the operator's limit."},
+    503: {"description": "The service is starting, or its database is unreachable; retry shortly."},
+}
+
+
 def create_app(settings: Settings) -> FastAPI:
     database = create_engine(
         settings.database_url,
@@ -50,8 +67,9 @@ def create_app(settings: Settings) -> FastAPI:
     )
     card = build_agent_card(settings.public_card_url())
     executor = AssessmentExecutor()
-    # The SDK's A2A tasks live in the service's database; open_runtime creates their table.
-    task_store = DatabaseTaskStore(database, create_table=True)
+    keys = KeyRepository(database)
+    # The SDK's A2A tasks live in the service's database, owned by tenant; open_runtime creates their table.
+    task_store = TenantTaskStore(database)
     handler = DefaultRequestHandler(agent_executor=executor, task_store=task_store, agent_card=card)
 
     @asynccontextmanager
@@ -60,6 +78,9 @@ def create_app(settings: Settings) -> FastAPI:
             async with open_runtime(settings, database=database, task_store=task_store) as runtime:
                 executor.bind(runtime)
                 app.state.runtime = runtime
+                warning = open_mode_warning(settings.host)
+                if warning and not await keys.any_exist():
+                    logger.warning(warning)
                 if settings.resume_on_start:
                     await resume(runtime)
                 try:
@@ -78,6 +99,21 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.runtime = None
+    # Outermost first at run time: authentication (a 401 costs no body read), then the body limit and
+    # strict JSON, then the routes.
+    app.add_middleware(
+        RequestGuard,
+        max_body_bytes=settings.max_request_bytes,
+        max_json_depth=settings.max_request_json_depth,
+    )
+    app.add_middleware(
+        AuthenticationMiddleware,
+        backend=BearerKeyBackend(
+            keys, open_principal=replace(OPEN_PRINCIPAL, allow_private_agents=settings.allow_private_agents)
+        ),
+        on_error=auth_error_response,
+    )
+    app.add_exception_handler(RequestValidationError, validation_error_handler)
 
     @app.exception_handler(AssessmentNotFound)
     async def _not_found(request: Request, exc: AssessmentNotFound) -> JSONResponse:
@@ -85,14 +121,24 @@ def create_app(settings: Settings) -> FastAPI:
 
     app.include_router(health.router)
     app.include_router(metrics.router)
-    app.include_router(assessments.router)
-    app.include_router(trials.router)
-    app.include_router(events.router)
+    for router in (assessments.router, trials.router, events.router):
+        app.include_router(router, responses=AUTH_RESPONSES)
     # A2A last: its REST binding mounts a catch-all `/{tenant}` that must not shadow the routes above.
+    tenant_context = TenantContextBuilder()
+    rest_api_routes = list(app.routes)
     add_a2a_routes_to_fastapi(
         app,
         agent_card_routes=create_agent_card_routes(card),
-        jsonrpc_routes=create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, enable_v0_3_compat=True),
-        rest_routes=create_rest_routes(handler, enable_v0_3_compat=True, path_prefix=REST_PREFIX),
+        jsonrpc_routes=create_jsonrpc_routes(
+            handler, rpc_url=JSONRPC_PATH, enable_v0_3_compat=True, context_builder=tenant_context
+        ),
+        rest_routes=create_rest_routes(
+            handler, enable_v0_3_compat=True, path_prefix=REST_PREFIX, context_builder=tenant_context
+        ),
     )
+    # The A2A routes are described by the agent card and the A2A specification; the SDK's generated OpenAPI
+    # entries for them document no request bodies or error statuses, so they stay out of the REST schema.
+    for route in app.routes:
+        if route not in rest_api_routes and isinstance(route, APIRoute):
+            route.include_in_schema = False
     return app

@@ -11,6 +11,8 @@ and database migrations.
                                                                 a taubench.com submission (retail)
     green-agent rescore FILE.json [--json] [--store]            re-score a tau2 results file, show agreement
     green-agent db upgrade [--database-url URL]                 apply the migrations
+    green-agent keys create --tenant NAME [--admin] [--allow-private-agents]   a new API key, shown once
+    green-agent keys list | keys revoke KEY_ID                  the keys (never their secrets); revoke one
 
 `run` and `demo` exit 0 only when the assessment completed with a complete report; 1 failed, 2 bad options,
 3 partial, 4 cancelled (`green-agent run --help` has the details).
@@ -118,6 +120,23 @@ def build_parser() -> argparse.ArgumentParser:
     db_commands = db.add_subparsers(dest="db_command", required=True)
     upgrade = db_commands.add_parser("upgrade", help="apply every migration")
     _add_database(upgrade)
+
+    keys = commands.add_parser("keys", help="API keys (once one exists, every request needs a key)")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True)
+    create = key_commands.add_parser("create", help="create a key and print it (the only time it is shown)")
+    create.add_argument("--tenant", required=True, help="whose assessments the key sees and creates")
+    create.add_argument("--admin", action="store_true", help="the key sees every tenant's assessments")
+    create.add_argument(
+        "--allow-private-agents",
+        action="store_true",
+        help="the key's assessments may reach agents on loopback and private networks",
+    )
+    _add_database(create)
+    listing = key_commands.add_parser("list", help="list keys (id, tenant, flags; never the secret)")
+    _add_database(listing)
+    revoke = key_commands.add_parser("revoke", help="revoke a key by its id")
+    revoke.add_argument("key_id")
+    _add_database(revoke)
     return parser
 
 
@@ -252,6 +271,58 @@ def _db_upgrade(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _keys(args: argparse.Namespace) -> int:
+    from api.db.engine import create_engine
+    from api.db.keys import KeyRepository, check_tenant_name
+    from api.db.migrate import upgrade
+
+    settings = _settings(database_url=args.database_url)
+    if args.keys_command == "create":
+        try:
+            check_tenant_name(args.tenant)
+        except ValueError as exc:
+            print(exc, file=sys.stderr)
+            return ExitCode.USAGE
+
+    async def go() -> int:
+        engine = create_engine(settings.database_url)
+        try:
+            await upgrade(engine)
+            keys = KeyRepository(engine)
+            if args.keys_command == "create":
+                key, secret = await keys.create(
+                    args.tenant, admin=args.admin, allow_private_agents=args.allow_private_agents
+                )
+                flags = _flags(key.admin, key.allow_private_agents)
+                print(f"created key {key.id} for tenant {key.tenant}{flags}")
+                print("the key (shown only now; only its hash is stored):")
+                print(secret)
+                return ExitCode.OK
+            if args.keys_command == "list":
+                print(f"{'id':<17} {'tenant':<24} {'flags':<28} {'created':<20} revoked")
+                for key in await keys.list():
+                    flags = _flags(key.admin, key.allow_private_agents).strip(" ()") or "-"
+                    revoked = f"{key.revoked_at:%Y-%m-%d %H:%M:%S}" if key.revoked_at else "-"
+                    created = f"{key.created_at:%Y-%m-%d %H:%M:%S}"
+                    print(f"{key.id:<17} {key.tenant:<24} {flags:<28} {created:<20} {revoked}")
+                return ExitCode.OK
+            revoked_key = await keys.revoke(args.key_id)
+            if revoked_key is None:
+                print(f"no key with id {args.key_id!r} (see green-agent keys list)", file=sys.stderr)
+                return ExitCode.FAILED
+            print(f"key {revoked_key.id} of tenant {revoked_key.tenant} is revoked")
+            return ExitCode.OK
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(go())
+
+
+def _flags(admin: bool, allow_private_agents: bool) -> str:
+    flags = [name for name, on in (("admin", admin), ("allow-private-agents", allow_private_agents)) if on]
+    return f" ({', '.join(flags)})" if flags else ""
+
+
 def _replay(argv: Sequence[str]) -> int:
     from retail_domain.replay import main as replay_main
 
@@ -293,6 +364,7 @@ def _demo(args: argparse.Namespace) -> int:
         default_user_model="scripted",
         user_models={},
         judge_model=None,
+        allow_private_agents=True,  # the demo's agent is the built-in one, on loopback
     )
     return asyncio.run(
         run_demo(
@@ -322,6 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args)
         if args.command == "db":
             return _db_upgrade(args)
+        if args.command == "keys":
+            return _keys(args)
         if args.command in ("export", "submission", "rescore"):
             return _interop(args)
     except ValidationError as exc:

@@ -121,7 +121,9 @@ async def _assess(
     expected_partial: Collection[str] = (),
 ) -> int:
     try:
-        record, _ = await runtime.service.create(config, source="cli", start=False)
+        record, _ = await runtime.service.create(
+            config, source="cli", start=False, allow_private_agents=runtime.settings.allow_private_agents
+        )
     except ConfigError as exc:
         console.print(f"[red]cannot run:[/red] {exc}")
         return ExitCode.USAGE

@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from a2a.server.tasks import DatabaseTaskStore
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.a2a.tenancy import TenantTaskStore
 from api.db.engine import create_engine
 from api.db.migrate import schema_lock, upgrade
 from api.db.repository import AssessmentRepository
 from api.events import EventRelay, ProgressHub
 from api.metrics import measure_loop_lag
 from api.queue import QueueSettings, TrialQueue
+from api.quotas import QuotaPolicy
 from api.service import AssessmentService
 from api.settings import Settings
 from green_agent.engine import Engine
@@ -87,6 +89,7 @@ async def open_service(
     *,
     worker: bool,
     egress: EgressPolicy | None = None,
+    quotas: QuotaPolicy | None = None,
 ) -> AsyncIterator[AssessmentService]:
     """The service over an open engine: its trial queue, the progress relay (PostgreSQL) and, when `worker`,
     a queue worker running trials in this process; all stopped on exit (workers first)."""
@@ -96,7 +99,9 @@ async def open_service(
     try:
         hub = ProgressHub()
         relay = EventRelay(hub, queue.connector) if queue.persistent else None
-        service = AssessmentService(repository, engine, queue, hub=hub, events=relay or hub, egress=egress)
+        service = AssessmentService(
+            repository, engine, queue, hub=hub, events=relay or hub, egress=egress, quotas=quotas
+        )
         background.append(asyncio.create_task(measure_loop_lag(), name="event-loop lag"))
         if relay is not None:
             background.append(asyncio.create_task(relay.run(), name="progress relay"))
@@ -139,7 +144,7 @@ async def open_runtime(
     )
     try:
         await upgrade(database)
-        task_store = task_store or DatabaseTaskStore(database, create_table=True)
+        task_store = task_store or TenantTaskStore(database)
         async with schema_lock(database):  # the SDK creates its table if missing: one replica at a time
             await task_store.initialize()
         # Parsing and hashing the data files takes a moment of CPU: keep the event loop free.
@@ -156,6 +161,7 @@ async def open_runtime(
                 engine,
                 worker=run_worker,
                 egress=settings.egress_policy(),
+                quotas=settings.quota_policy(),
             ) as service,
         ):
             yield Runtime(settings, database, repository, data, engine, service, task_store, run_worker)

@@ -10,6 +10,14 @@ from pydantic import BaseModel, Field
 from api.db.repository import AssessmentRecord, TrialSummary
 from green_agent.models import AssessmentReport
 
+MAX_OFFSET = 2**31 - 1
+"""Largest offset (and trial number) a request may give: what a 32-bit integer column holds on every
+backend; larger values were a 500 on PostgreSQL."""
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such assessment, or it belongs to another tenant (the two look the same)."}
+}
+
 
 class Progress(BaseModel):
     trials_done: int
@@ -30,6 +38,7 @@ class AssessmentPublic(BaseModel):
     status: str = Field(description="queued, running, completed, failed or cancelled")
     agent_url: str
     source: str = Field(description="rest, a2a, cli or import (a re-scored tau2 file)")
+    tenant: str = Field(description="The tenant of the API key that started it (open mode: default).")
     config: dict[str, Any]
     progress: Progress
     warnings: list[str]
@@ -51,6 +60,7 @@ class AssessmentPublic(BaseModel):
             status=record.status,
             agent_url=record.agent_url,
             source=record.source,
+            tenant=record.tenant,
             config=record.config,
             progress=Progress(trials_done=record.trials_done, trials_total=record.trials_total),
             warnings=record.warnings,

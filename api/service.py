@@ -19,7 +19,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from procrastinate import JobContext
@@ -37,10 +37,12 @@ from api.db.repository import (
     AssessmentRepository,
     NewAssessment,
 )
+from api.db.tables import DEFAULT_TENANT
 from api.events import EventSink, Lagged, ProgressHub, StatusChanged, Subscription, TrialDone
 from api.logs import trial_context
 from api.metrics import TurnClock, agent_host
 from api.queue import TrialQueue, is_transient
+from api.quotas import QuotaPolicy
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
 from green_agent.errors import AgentNotReachedError
@@ -197,6 +199,7 @@ class AssessmentService:
         *,
         hub: ProgressHub | None = None,
         events: EventSink | None = None,
+        quotas: QuotaPolicy | None = None,
         egress: EgressPolicy | None = None,
     ) -> None:
         self.repository = repository
@@ -205,6 +208,11 @@ class AssessmentService:
         # Where progress goes: the local hub, or (PostgreSQL) the relay that reaches every process's hub.
         self.events: EventSink = events or self.hub
         self._engine = engine
+        self._quotas = quotas
+        # Admission (quota check, then insert) happens one request at a time in this process, so two requests
+        # cannot both fit under a limit that only one of them fits under. Several API processes on one
+        # database each check on their own: together they may admit a little more (README, Scale-out).
+        self._admission = asyncio.Lock()
         self._egress = egress or EgressPolicy()
         self._opened: OrderedDict[str, asyncio.Task[_Opened]] = OrderedDict()
         # Called with the final record whenever an assessment reaches a terminal status (A2A bookkeeping).
@@ -218,38 +226,53 @@ class AssessmentService:
         config: AssessmentConfig,
         *,
         source: str,
+        tenant: str = DEFAULT_TENANT,
+        allow_private_agents: bool = True,
         idempotency_key: str | None = None,
         a2a_task_id: str | None = None,
         a2a_context_id: str | None = None,
         notes: Sequence[str] = (),
         start: bool = True,
     ) -> tuple[AssessmentRecord, bool]:
-        """Validate and store a new assessment (or return the one this idempotency key made); queue it.
+        """Validate and store a new assessment of `tenant` (or return the one this tenant's idempotency key
+        made); queue it.
 
-        Raises ConfigError when the engine refuses the config, IdempotencyConflict when the key was used for
-        another request. `notes` are kept with the assessment (e.g. what an A2A request asked for that was
-        mapped or ignored)."""
+        Raises ConfigError when the engine or the tenant's quota refuses the config, QuotaExceeded when the
+        tenant or the service has too much unfinished work right now, IdempotencyConflict when the key was
+        used for another request. `notes` are kept with the assessment (e.g. what an A2A request asked for
+        that was mapped or ignored)."""
         task_ids = self._engine.validate(config)
-        refusal = self._egress.url_refusal(config.agent_url)
+        refusal = self._egress_policy(allow_private_agents).url_refusal(config.agent_url)
         if refusal is not None:
             raise ConfigError(f"agent_url is refused: {refusal}")
-        record, created = await self.repository.create(
-            NewAssessment(
-                config=config.model_dump(mode="json"),
-                agent_url=config.agent_url,
-                trials_total=len(task_ids) * config.trials,
-                source=source,
-                warnings=[
-                    *notes,
-                    *concurrency_warnings(config, self._engine.settings),
-                    *await self._worker_warnings(),
-                ],
-                idempotency_key=idempotency_key,
-                a2a_task_id=a2a_task_id,
-                a2a_context_id=a2a_context_id,
-                agent_headers=config.agent_header_values(),
-            )
+        trials_total = len(task_ids) * config.trials
+        new = NewAssessment(
+            config=config.model_dump(mode="json"),
+            agent_url=config.agent_url,
+            trials_total=trials_total,
+            source=source,
+            warnings=[
+                *notes,
+                *concurrency_warnings(config, self._engine.settings),
+                *await self._worker_warnings(),
+            ],
+            tenant=tenant,
+            allow_private_agents=allow_private_agents,
+            idempotency_key=idempotency_key,
+            a2a_task_id=a2a_task_id,
+            a2a_context_id=a2a_context_id,
+            agent_headers=config.agent_header_values(),
         )
+        async with self._admission:
+            if idempotency_key is not None:
+                # A replayed request returns what the first one made, whatever the load is now.
+                existing = await self.repository.find_idempotent(tenant, idempotency_key, new.config)
+                if existing is not None:
+                    return existing, False
+            if self._quotas is not None:
+                self._quotas.check_config(config, trials_total, tenant)
+                self._quotas.check_load(await self.repository.load(tenant), trials_total, tenant)
+            record, created = await self.repository.create(new)
         if created and start:
             await self.start(record)
         return record, created
@@ -347,7 +370,7 @@ class AssessmentService:
             config,
             on_event,
             egress=self._egress_for(record),
-            tenant="default",  # issue 9a's tenant column, once it is on main
+            tenant=record.tenant,
             assessment_id=assessment_id,
         )
         if record.trials_done:  # stored trials: the agent was reached, by this process or another
@@ -355,9 +378,12 @@ class AssessmentService:
         return _Opened(run, turns, record.trials_total, record.run_seconds, time.monotonic())
 
     def _egress_for(self, record: AssessmentRecord) -> EgressPolicy:
-        """The policy an assessment runs under: the operator's rules; private networks as the operator says
-        (issue 9a's per-key `allow_private_agents` column decides once it is on main)."""
-        return self._egress
+        """The policy an assessment runs under: the operator's rules, with private networks reachable as the
+        requester's key allowed (`allow_private_agents`, stored with the assessment)."""
+        return self._egress_policy(record.allow_private_agents)
+
+    def _egress_policy(self, allow_private_agents: bool) -> EgressPolicy:
+        return replace(self._egress, allow_private=allow_private_agents)
 
     async def _run_trial_job(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
         with trial_context(assessment_id, task_id, trial):
@@ -518,8 +544,10 @@ class AssessmentService:
 
     # -- reading, waiting, cancelling ---------------------------------------------------------------------
 
-    async def get(self, assessment_id: str) -> AssessmentRecord:
-        record = await self.repository.get(assessment_id)
+    async def get(self, assessment_id: str, *, tenant: str | None = None) -> AssessmentRecord:
+        """The assessment; AssessmentNotFound when it does not exist or (with `tenant`) is another
+        tenant's: the two are indistinguishable to the caller."""
+        record = await self.repository.get(assessment_id, tenant=tenant)
         if record is None:
             raise AssessmentNotFound(assessment_id)
         return record

@@ -12,6 +12,7 @@ names other tools use); every setting can also be given as `GREEN_AGENT_<FIELD N
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -22,6 +23,7 @@ from sqlalchemy.engine import make_url
 
 from api.logs import LogFormat
 from api.queue import QueueSettings
+from api.quotas import QuotaPolicy, TenantQuota
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
 from green_agent.limits import AgentLimits
 from green_agent.usage import ModelPrice
@@ -61,6 +63,18 @@ class ModelSpec(BaseModel):
     base_url: str | None = None
     api_key: SecretStr | None = None
     extra_args: dict[str, Any] = Field(default_factory=dict)
+
+
+class TenantQuotaOverride(BaseModel):
+    """Per-tenant quota overrides; a field left out keeps the operator's default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    active_assessments: int | None = Field(default=None, ge=1)
+    queued_trials: int | None = Field(default=None, ge=1)
+    trials_per_assessment: int | None = Field(default=None, ge=1)
+    max_steps: int | None = Field(default=None, ge=1, le=10_000)
+    turn_timeout_s: float | None = Field(default=None, gt=0, le=3600)
 
 
 def normalize_database_url(url: str) -> str:
@@ -261,6 +275,45 @@ class Settings(BaseSettings):
     max_agent_headers: int = Field(default=_engine_default("max_agent_headers"), ge=0, le=64)
     max_agent_header_bytes: int = Field(default=_engine_default("max_agent_header_bytes"), ge=0, le=65_536)
 
+    # -- Security: admission quotas and request limits (issue 9a; README "Security") ----------------------
+    quota_active_assessments: int = Field(
+        default=16, ge=1, le=100_000, description="Queued or running assessments per tenant (429 beyond)."
+    )
+    quota_queued_trials: int = Field(
+        default=2_000, ge=1, le=10_000_000, description="Trials not yet finished per tenant (429 beyond)."
+    )
+    quota_queued_trials_total: int = Field(
+        default=10_000,
+        ge=1,
+        le=10_000_000,
+        description="Trials not yet finished in the whole service, all tenants (429 beyond).",
+    )
+    quota_trials_per_assessment: int = Field(
+        default=1_000, ge=1, le=10_000_000, description="Tasks x trials of one assessment (422 beyond)."
+    )
+    quota_max_steps: int = Field(
+        default=1_000,
+        ge=1,
+        le=10_000,
+        description="Highest max_steps an assessment may ask for (422 beyond).",
+    )
+    quota_turn_timeout_s: float = Field(
+        default=600.0, gt=0, le=3600, description="Highest turn_timeout_s an assessment may ask for (422)."
+    )
+    quota_retry_after_s: int = Field(
+        default=30, ge=1, le=3600, description="Retry-After of a 429 when a load quota is full."
+    )
+    tenant_quotas: dict[str, TenantQuotaOverride] = Field(
+        default_factory=dict,
+        description='Per-tenant overrides, JSON: {"acme": {"active_assessments": 50, "queued_trials": 900}}',
+    )
+    max_request_bytes: int = Field(
+        default=1_048_576, ge=1024, le=1_073_741_824, description="Largest request body (413 beyond)."
+    )
+    max_request_json_depth: int = Field(
+        default=32, ge=4, le=512, description="Deepest nesting of JSON in a request (422 beyond)."
+    )
+
     @field_validator("database_url")
     @classmethod
     def _async_driver(cls, value: str) -> str:
@@ -364,6 +417,25 @@ class Settings(BaseSettings):
             deny=self.egress_deny,
             allow_private=self.allow_private_agents if allow_private is None else allow_private,
             allow_listed_only=self.egress_allow_listed_only,
+        )
+
+    def quota_policy(self) -> QuotaPolicy:
+        default = TenantQuota(
+            active_assessments=self.quota_active_assessments,
+            queued_trials=self.quota_queued_trials,
+            trials_per_assessment=self.quota_trials_per_assessment,
+            max_steps=self.quota_max_steps,
+            turn_timeout_s=self.quota_turn_timeout_s,
+        )
+        overrides = {
+            tenant: replace(default, **override.model_dump(exclude_none=True))
+            for tenant, override in self.tenant_quotas.items()
+        }
+        return QuotaPolicy(
+            default=default,
+            overrides=overrides,
+            total_queued_trials=self.quota_queued_trials_total,
+            retry_after_s=self.quota_retry_after_s,
         )
 
     def engine_settings(self) -> EngineSettings:

@@ -26,6 +26,31 @@ SCRIPTED_USER = "scripted"
 """Name of the built-in deterministic user simulator (needs no LLM)."""
 
 
+MAX_TASK_IDS = 1000
+"""Longest task-id list accepted: far more than any split holds (114 tasks, no repeats), and a longer list is
+refused before its items are looked at (100,000 ids took a second of validation)."""
+
+MAX_URL_CHARS = 2048
+"""Longest agent URL accepted (the common browser and proxy limit; the column holds no more)."""
+
+
+def unstorable_reason(text: str) -> str | None:
+    """Why `text` cannot be stored or sent as given (a NUL or a lone surrogate), or None when it can."""
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000)"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains a lone surrogate (an unpaired \\ud800-\\udfff escape)"
+    return None
+
+
+def _quote(value: str, limit: int = 120) -> str:
+    """`value` quoted for an error message, cut short: messages reach API users, who sent the value."""
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}... ({len(value)} characters)"
+
+
 class ConfigError(ValueError):
     """A configuration that cannot run with these settings and data; the message says what to change."""
 
@@ -178,7 +203,9 @@ class TaskSelection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     split: Literal["base", "train", "test"] = "base"
-    task_ids: list[str] | None = Field(default=None, description="Explicit task ids (tasks.json ids).")
+    task_ids: list[str] | None = Field(
+        default=None, max_length=MAX_TASK_IDS, description="Explicit task ids (tasks.json ids)."
+    )
     num_tasks: int | None = Field(default=None, ge=1, description="Run only the first N tasks of the split.")
 
     @field_validator("task_ids")
@@ -188,9 +215,16 @@ class TaskSelection(BaseModel):
             return None
         if not value:
             raise ValueError("task_ids is empty; list at least one task id, or leave it out to use a split")
-        duplicates = sorted({t for t in value if value.count(t) > 1})
-        if duplicates:
-            raise ValueError(f"task_ids lists {duplicates} more than once; list each task once")
+        seen: set[str] = set()
+        repeated: dict[str, None] = {}  # ordered, each id once
+        for task_id in value:  # one pass (a pairwise check was quadratic)
+            if task_id in seen:
+                repeated[task_id] = None
+            seen.add(task_id)
+        if repeated:
+            shown = ", ".join(_quote(t, 40) for t in list(repeated)[:5])
+            more = f" and {len(repeated) - 5} others" if len(repeated) > 5 else ""
+            raise ValueError(f"task_ids lists {shown}{more} more than once; list each task once")
         return value
 
     @model_validator(mode="after")
@@ -205,7 +239,10 @@ class AssessmentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    agent_url: str = Field(description="Base URL of the white agent (its agent card is fetched from there).")
+    agent_url: str = Field(
+        max_length=MAX_URL_CHARS,
+        description="Base URL of the white agent (its agent card is fetched from there).",
+    )
     tasks: TaskSelection = Field(default_factory=TaskSelection)
     trials: int = Field(
         default=1, ge=1, le=32, description="Trials per task (pass^k is reported up to k=trials)."
@@ -223,7 +260,9 @@ class AssessmentConfig(BaseModel):
     user_model: str | None = Field(
         default=None, description="A user model the operator configured, or 'scripted'."
     )
-    seed: int = Field(default=300, description="Seed of the trial seeds (upstream: 300).")
+    seed: int = Field(
+        default=300, ge=-(2**63), le=2**63 - 1, description="Seed of the trial seeds (upstream: 300)."
+    )
     turn_timeout_s: float | None = Field(
         default=None, gt=0, le=3600, description="Per-turn wait; None = default."
     )
@@ -239,6 +278,9 @@ class AssessmentConfig(BaseModel):
     @classmethod
     def _http_url(cls, value: str) -> str:
         value = value.strip()
+        reason = unstorable_reason(value)
+        if reason:
+            raise ValueError(f"agent_url {reason}")
         problem = url_problem(value)
         if problem is not None:
             raise ValueError(f"agent_url is refused: {problem}")

@@ -130,8 +130,10 @@ class Engine:
             unknown = [t for t in selection.task_ids if t not in self.data.tasks]
             if unknown:
                 known = list(self.data.tasks)
+                shown = [t[:40] for t in unknown[:10]]
+                more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
                 raise ConfigError(
-                    f"unknown task ids {unknown}; use ids from tasks.json ({known[0]!r} to {known[-1]!r})"
+                    f"unknown task ids {shown}{more}; use ids from tasks.json ({known[0]!r} to {known[-1]!r})"
                 )
             wanted = set(selection.task_ids)
             return [t for t in self.data.tasks if t in wanted]

@@ -167,6 +167,7 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
         log.exception("trial %s/%s met an internal error", spec.task.id, spec.trial)
         reason, state.error = TerminationReason.INTERNAL_ERROR, f"internal error: {_describe(exc)}"
     state.warnings = [storable(w) for w in state.warnings]
+    await asyncio.sleep(0)  # scoring, in a loop callback of its own: not one more step after the last reply's
     try:
         return await score(spec, deps, state, reason, started)
     except Exception as exc:  # a scoring bug must not take the other trials down, nor help this agent
@@ -274,8 +275,11 @@ class _Loop:
             position = len(self.state.transcript)
             usage_warnings = self.agent_usage.add(answer.metadata)
             self.state.warnings.extend(f"message {position}: {w}" for w in usage_warnings)
-            reply = admit_reply(answer, self.dialect, self.deps.limits)
+            # Admitting the reply (in steps) and what follows it each take loop callbacks of their own
+            # (client.py's loop rule): reading and admitting one reply in one step cost up to 13-19 ms.
+            reply = await admit_reply(answer, self.dialect, self.deps.limits)
             del answer
+            await asyncio.sleep(0)
             self.state.warnings.extend(f"message {position}: {w}" for w in reply.warnings)
             text = reply.text or ""
             if not reply.calls and not text.strip():

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import json
 
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
 
 from api import __version__
 
 JSONRPC_PATH = "/"
 REST_PREFIX = "/a2a"
+BEARER_SCHEME = "bearer"
 
 _EXAMPLE = json.dumps(
     {"participants": {"agent": "https://agent.example/"}, "config": {"domain": "retail", "num_tasks": 5}}
@@ -34,6 +44,20 @@ def build_agent_card(public_url: str) -> AgentCard:
             AgentInterface(url=base + JSONRPC_PATH, protocol_binding="JSONRPC", protocol_version="0.3"),
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        security_schemes={
+            BEARER_SCHEME: SecurityScheme(
+                http_auth_security_scheme=HTTPAuthSecurityScheme(
+                    scheme="Bearer",
+                    bearer_format="API key",
+                    description=(
+                        "An API key from the operator (green-agent keys create), sent as "
+                        "Authorization: Bearer <key>. Required whenever the operator has created keys; a "
+                        "service without keys is open (local use)."
+                    ),
+                )
+            )
+        },
+        security_requirements=[SecurityRequirement(schemes={BEARER_SCHEME: StringList()})],
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
         skills=[

@@ -13,17 +13,19 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from a2a.helpers import get_data_parts, new_task_from_user_message, new_text_message
+from a2a.helpers import get_data_parts, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskStore, TaskUpdater
-from a2a.types import Artifact, Part, TaskState, TaskStatus
+from a2a.types import Artifact, Part, Task, TaskState, TaskStatus
 
 from api.a2a.request import RequestError, parse_request, redact_request
 from api.a2a.result import RESULT_ARTIFACT, result_parts
-from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord
+from api.a2a.tenancy import owner_context, principal_of
+from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord, IdempotencyConflict
 from api.events import Lagged, StatusChanged, Subscription, TrialDone
+from api.quotas import QuotaExceeded
+from api.request_limits import short
 from green_agent.config import ConfigError
 
 if TYPE_CHECKING:
@@ -84,28 +86,45 @@ class AssessmentExecutor(AgentExecutor):
         if redacted is not None:  # before the message is kept in the task's history
             del context.message.parts[:]
             context.message.parts.append(Part(text=redacted))
-        task = context.current_task or new_task_from_user_message(context.message)
+        # Built here rather than with the SDK's new_task_from_user_message, which raises on an empty text
+        # part (a JSON-RPC internal error); an empty request is the requester's mistake: a rejected task.
+        task = context.current_task or Task(
+            id=context.task_id or "",
+            context_id=context.context_id or "",
+            status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+            history=[context.message],
+        )
         await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
 
         runtime = self.runtime
+        principal = principal_of(context.call_context)
         try:
+            if principal is None:
+                raise RequestError("the request is not authenticated")
             config, notes = parse_request(
                 text,
                 split_ids=runtime.data.splits,
                 user_models=runtime.settings.user_model_names(),
+                max_json_depth=runtime.settings.max_request_json_depth,
             )
             record, _ = await runtime.service.create(
                 config,
                 source="a2a",
+                tenant=principal.tenant,
+                allow_private_agents=principal.allow_private_agents,
                 idempotency_key=f"a2a:{task.id}",
                 a2a_task_id=task.id,
                 a2a_context_id=task.context_id,
                 notes=notes,
                 start=False,
             )
-        except (RequestError, ConfigError) as exc:
-            await updater.reject(message=updater.new_agent_message([Part(text=str(exc))]))
+        except (RequestError, ConfigError, IdempotencyConflict) as exc:
+            await updater.reject(message=updater.new_agent_message([Part(text=short(str(exc)))]))
+            return
+        except QuotaExceeded as exc:
+            reply = f"{exc} (retry in {exc.retry_after_s} s)"
+            await updater.reject(message=updater.new_agent_message([Part(text=reply)]))
             return
 
         self._attached.add(task.id)
@@ -183,7 +202,7 @@ class AssessmentExecutor(AgentExecutor):
         if record.a2a_task_id is None or record.a2a_task_id in self._attached:
             return
         store: TaskStore = self.runtime.task_store
-        call_context = ServerCallContext()
+        call_context = owner_context(record.tenant)
         task = await store.get(record.a2a_task_id, call_context)
         if task is None or task.status.state in _FINAL_STATES:
             return  # already written, by the process whose execute() followed it

@@ -14,7 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from green_agent.config import AssessmentConfig, TaskSelection
+from api import strict_json
+from api.strict_json import preview
+from green_agent.config import MAX_TASK_IDS, AssessmentConfig, TaskSelection
 
 EXPECTED = (
     'Send one text part holding JSON: {"participants": {"agent": "<white agent URL>"}, '
@@ -32,7 +34,7 @@ class AgentBeatsConfig(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     domain: str
-    task_ids: list[str] | None = None
+    task_ids: list[str] | None = Field(default=None, max_length=MAX_TASK_IDS)
     num_tasks: int | None = Field(default=None, ge=1)
     num_trials: int = Field(default=1, ge=1, le=32)
     max_steps: int = Field(default=200, ge=1, le=10_000)
@@ -61,7 +63,7 @@ class AgentBeatsConfig(BaseModel):
     def _retail_only(cls, value: str) -> str:
         if value.strip().lower() != "retail":
             raise ValueError(
-                f'domain must be "retail" (this green agent runs tau2 retail only), got {value!r}'
+                f'domain must be "retail" (this green agent runs tau2 retail only), got {preview(value, 60)}'
             )
         return "retail"
 
@@ -103,7 +105,7 @@ def redact_request(text: str) -> str | None:
     tasks/get returns); None when there is nothing to redact."""
     try:
         payload = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, or too deep: parse_request says so
         return None
     config = payload.get("config") if isinstance(payload, dict) else None
     if not isinstance(config, dict) or config.get("agent_headers") is None:
@@ -130,15 +132,22 @@ def _describe(error: ValidationError) -> str:
 
 
 def parse_request(
-    text: str, *, split_ids: dict[str, tuple[str, ...]], user_models: list[str]
+    text: str,
+    *,
+    split_ids: dict[str, tuple[str, ...]],
+    user_models: list[str],
+    max_json_depth: int = 32,
 ) -> tuple[AssessmentConfig, list[str]]:
     """Turn the request text into an AssessmentConfig plus notes for the requester (what was ignored/mapped).
 
-    `split_ids` are the task ids of each split (to apply sharding); `user_models` the configured names."""
+    `split_ids` are the task ids of each split (to apply sharding); `user_models` the configured names. The
+    JSON is parsed strictly (api.strict_json), like a REST body."""
+    if not text.strip():
+        raise RequestError(f"The request is empty. {EXPECTED}")
     try:
-        payload = json.loads(text)
-    except json.JSONDecodeError:
-        raise RequestError(f"The request is not JSON. {EXPECTED}") from None
+        payload = strict_json.loads(text, max_depth=max_json_depth)
+    except strict_json.UnsafeJSON as exc:
+        raise RequestError(f"The request is not JSON this service accepts: {exc}. {EXPECTED}") from None
     if not isinstance(payload, dict):
         raise RequestError(f"The request must be a JSON object. {EXPECTED}")
     try:
@@ -150,7 +159,7 @@ def parse_request(
     notes: list[str] = []
     split = cfg.split or "base"
     if split not in split_ids:
-        raise RequestError(f"config.split must be one of {', '.join(split_ids)}, got {split!r}")
+        raise RequestError(f"config.split must be one of {', '.join(split_ids)}, got {preview(split, 60)}")
     if cfg.task_ids is not None:
         ids = list(cfg.task_ids)
         if cfg.num_tasks is not None:
@@ -170,8 +179,8 @@ def parse_request(
             user_model = cfg.user_llm
         else:
             notes.append(
-                f"user_llm {cfg.user_llm!r} is not configured here; using the operator's default user model "
-                f"(configured: {', '.join(user_models)})"
+                f"user_llm {preview(cfg.user_llm, 60)} is not configured here; using the operator's default "
+                f"user model (configured: {', '.join(user_models)})"
             )
     dialect = cfg.dialect if cfg.dialect in ("auto", "text", "structured") else "auto"
     try:

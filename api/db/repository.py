@@ -11,7 +11,7 @@ import contextlib
 import hashlib
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -21,8 +21,16 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
-from api.db.tables import AssessmentRow, NLVerdictRow, TranscriptMessageRow, TrialRow, UTCDateTime
-from green_agent.models import AssessmentReport, TrialResult
+from api.db.tables import (
+    DEFAULT_TENANT,
+    AssessmentRow,
+    NLVerdictRow,
+    TranscriptMessageRow,
+    TrialRow,
+    UTCDateTime,
+)
+from api.quotas import Load
+from green_agent.models import AssessmentReport, TranscriptMessage, TrialResult
 
 # Assessment statuses. `queued` and `running` are unfinished: a restarted service resumes them.
 QUEUED = "queued"
@@ -72,6 +80,8 @@ class AssessmentRecord:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    tenant: str = DEFAULT_TENANT
+    allow_private_agents: bool = True
     agent_headers: dict[str, str] = field(default_factory=dict, repr=False)
     """For the engine only: never returned, logged or shown."""
 
@@ -89,6 +99,8 @@ class NewAssessment:
     trials_total: int
     source: str
     warnings: list[str]
+    tenant: str = DEFAULT_TENANT
+    allow_private_agents: bool = True
     idempotency_key: str | None = None
     a2a_task_id: str | None = None
     a2a_context_id: str | None = None
@@ -125,6 +137,8 @@ def _record(row: AssessmentRow) -> AssessmentRecord:
         agent_url=row.agent_url,
         config=row.config,
         source=row.source,
+        tenant=row.tenant,
+        allow_private_agents=row.allow_private_agents,
         idempotency_key=row.idempotency_key,
         a2a_task_id=row.a2a_task_id,
         a2a_context_id=row.a2a_context_id,
@@ -182,7 +196,7 @@ def _trial_values(assessment_id: str, result: TrialResult) -> dict[str, Any]:
     }
 
 
-def _message_values(trial_id: int, result: TrialResult) -> list[dict[str, Any]]:
+def _message_values(trial_id: int, messages: Sequence[TranscriptMessage]) -> list[dict[str, Any]]:
     # Plain dicts for one executemany: a trial has tens of messages, and one ORM object each cost more CPU
     # than the rest of the trial's storage together.
     return [
@@ -198,7 +212,7 @@ def _message_values(trial_id: int, result: TrialResult) -> list[dict[str, Any]]:
             "error": m.error,
             "timestamp": m.timestamp,
         }
-        for m in result.transcript
+        for m in messages
     ]
 
 
@@ -223,6 +237,11 @@ _VERDICTS = cast(Table, NLVerdictRow.__table__)
 # compiled form instead of building and cache-keying a new statement per trial.
 _INSERT_TRIAL = insert(_TRIALS).returning(_TRIALS.c.id)
 _INSERT_MESSAGES = insert(_MESSAGES)
+MESSAGES_PER_INSERT = 128
+"""Transcript rows per INSERT of `save_trial`. Each batch is one await, so that storing a transcript of
+thousands of messages (up to `max_steps` replies of `max_tool_calls` calls each) never holds the event loop
+for long: the rows' parameters are built and encoded on it, ~10 us per row (docs/benchmarks.md, hostile white
+agents); in one INSERT, a trial at `max_transcript_bytes` took up to 63 ms."""
 _INSERT_VERDICTS = insert(_VERDICTS)
 # An increment, not a COUNT: under PostgreSQL's READ COMMITTED a concurrently committed trial is invisible
 # to this statement's COUNT, but the increment applies to the row's latest version. The unique trial key
@@ -273,11 +292,12 @@ class AssessmentRepository:
             await connection.execute(text("SELECT 1"))
 
     async def create(self, new: NewAssessment) -> tuple[AssessmentRecord, bool]:
-        """Insert a queued assessment; with an idempotency key already used for the same request, return that
-        one instead (`created` False). A key reused for a different request raises IdempotencyConflict."""
+        """Insert a queued assessment; with an idempotency key the tenant already used for the same request,
+        return that one instead (`created` False). A key reused for a different request raises
+        IdempotencyConflict."""
         digest = request_hash(new.config)
         if new.idempotency_key is not None:
-            existing = await self._by_key(new.idempotency_key, digest)
+            existing = await self.find_idempotent(new.tenant, new.idempotency_key, new.config)
             if existing is not None:
                 return existing, False
         now = _now()
@@ -287,6 +307,8 @@ class AssessmentRepository:
             agent_url=new.agent_url,
             config=new.config,
             source=new.source,
+            tenant=new.tenant,
+            allow_private_agents=new.allow_private_agents,
             idempotency_key=new.idempotency_key,
             request_hash=digest,
             a2a_task_id=new.a2a_task_id,
@@ -310,27 +332,36 @@ class AssessmentRepository:
             # Two requests with the same key raced; the other one won the unique constraint.
             if new.idempotency_key is None:
                 raise
-            existing = await self._by_key(new.idempotency_key, digest)
+            existing = await self.find_idempotent(new.tenant, new.idempotency_key, new.config)
             if existing is None:
                 raise
             return existing, False
         return _record(row), True
 
-    async def _by_key(self, key: str, digest: str) -> AssessmentRecord | None:
+    async def find_idempotent(self, tenant: str, key: str, config: dict[str, Any]) -> AssessmentRecord | None:
+        """The tenant's assessment made with this idempotency key, if any; IdempotencyConflict when it was
+        made from a different request."""
         async with self._session() as session:
             row = (
-                await session.execute(select(AssessmentRow).where(AssessmentRow.idempotency_key == key))
+                await session.execute(
+                    select(AssessmentRow).where(
+                        AssessmentRow.tenant == tenant, AssessmentRow.idempotency_key == key
+                    )
+                )
             ).scalar_one_or_none()
             if row is None:
                 return None
-            if row.request_hash != digest:
+            if row.request_hash != request_hash(config):
                 raise IdempotencyConflict(key, row.id)
             return _record(row)
 
-    async def get(self, assessment_id: str) -> AssessmentRecord | None:
+    async def get(self, assessment_id: str, *, tenant: str | None = None) -> AssessmentRecord | None:
+        """The assessment, or None; with `tenant`, None unless it belongs to that tenant."""
         async with self._session() as session:
             row = await session.get(AssessmentRow, assessment_id)
-            return _record(row) if row is not None else None
+            if row is None or (tenant is not None and row.tenant != tenant):
+                return None
+            return _record(row)
 
     async def get_by_a2a_task(self, a2a_task_id: str) -> AssessmentRecord | None:
         async with self._session() as session:
@@ -339,11 +370,37 @@ class AssessmentRepository:
             ).scalar_one_or_none()
             return _record(row) if row is not None else None
 
+    async def load(self, tenant: str) -> Load:
+        """Unfinished work right now: the tenant's assessments and trials not yet finished, and all trials."""
+        remaining = AssessmentRow.trials_total - AssessmentRow.trials_done
+        async with self._session() as session:
+            rows = (
+                await session.execute(
+                    select(AssessmentRow.tenant, func.count(), func.sum(remaining))
+                    .where(AssessmentRow.status.in_(UNFINISHED))
+                    .group_by(AssessmentRow.tenant)
+                )
+            ).all()
+        mine = next(((n, t) for owner, n, t in rows if owner == tenant), (0, 0))
+        return Load(
+            tenant_active_assessments=int(mine[0]),
+            tenant_queued_trials=int(mine[1] or 0),
+            total_queued_trials=sum(int(t or 0) for _, _, t in rows),
+        )
+
     async def page(
-        self, *, status: str | None = None, agent_url: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        *,
+        tenant: str | None = None,
+        status: str | None = None,
+        agent_url: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> tuple[list[AssessmentRecord], int]:
-        """A page of assessments, newest first, and the total matching the filters."""
+        """A page of assessments, newest first, and the total matching the filters (`tenant` None: all)."""
         conditions = []
+        if tenant is not None:
+            conditions.append(AssessmentRow.tenant == tenant)
         if status is not None:
             conditions.append(AssessmentRow.status == status)
         if agent_url is not None:
@@ -409,8 +466,9 @@ class AssessmentRepository:
         try:
             async with self._writing(), self._engine.begin() as connection:
                 trial_id = (await connection.execute(_INSERT_TRIAL, trial_values)).scalar_one()
-                if result.transcript:
-                    await connection.execute(_INSERT_MESSAGES, _message_values(trial_id, result))
+                for start in range(0, len(result.transcript), MESSAGES_PER_INSERT):
+                    batch = result.transcript[start : start + MESSAGES_PER_INSERT]
+                    await connection.execute(_INSERT_MESSAGES, _message_values(trial_id, batch))
                 if result.nl_verdicts:
                     await connection.execute(_INSERT_VERDICTS, _verdict_values(trial_id, result))
                 progress = {"assessment": assessment_id, "now": _now()}

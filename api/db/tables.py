@@ -22,9 +22,13 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy import true as sa_true
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
+
+DEFAULT_TENANT = "default"
+"""The tenant of assessments made without an API key (open mode, the CLI)."""
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -73,7 +77,20 @@ class AssessmentRow(Base):
     source: Mapped[str] = mapped_column(
         String(8), doc="rest, a2a, cli or import: the door the assessment came in by."
     )
-    idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
+    tenant: Mapped[str] = mapped_column(
+        String(64),
+        default=DEFAULT_TENANT,
+        server_default=DEFAULT_TENANT,
+        index=True,
+        doc="The tenant of the API key that created it; only that tenant (and admins) see it.",
+    )
+    allow_private_agents: Mapped[bool] = mapped_column(
+        Boolean,
+        default=True,
+        server_default=sa_true(),
+        doc="Whether the agent may live on a loopback or private address (the key's permission).",
+    )
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
     request_hash: Mapped[str | None] = mapped_column(String(64))
     a2a_task_id: Mapped[str | None] = mapped_column(String(36), index=True)
     a2a_context_id: Mapped[str | None] = mapped_column(String(36))
@@ -98,7 +115,25 @@ class AssessmentRow(Base):
         back_populates="assessment", cascade="all, delete-orphan", passive_deletes=True
     )
 
-    __table_args__ = (Index("ix_assessments_created_at_id", "created_at", "id"),)
+    __table_args__ = (
+        Index("ix_assessments_created_at_id", "created_at", "id"),
+        # Idempotency keys are per tenant: one tenant's key never finds another tenant's assessment.
+        UniqueConstraint("tenant", "idempotency_key", name="uq_assessments_tenant_idempotency_key"),
+    )
+
+
+class ApiKeyRow(Base):
+    """An API key: only the SHA-256 of the secret is stored; `id` is the public handle (list, revoke)."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    tenant: Mapped[str] = mapped_column(String(64), index=True)
+    admin: Mapped[bool] = mapped_column(Boolean)
+    allow_private_agents: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None]
 
 
 class TrialRow(Base):

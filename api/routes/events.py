@@ -12,11 +12,13 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from api.auth import PrincipalDep
 from api.db.repository import TERMINAL
 from api.deps import ServiceDep
 from api.events import Lagged, StatusChanged
+from api.schemas import NOT_FOUND
 
-router = APIRouter(prefix="/assessments/{assessment_id}/events", tags=["events"])
+router = APIRouter(prefix="/assessments/{assessment_id}/events", tags=["events"], responses=NOT_FOUND)
 
 
 @router.get(
@@ -25,8 +27,11 @@ router = APIRouter(prefix="/assessments/{assessment_id}/events", tags=["events"]
     response_class=EventSourceResponse,
     responses={200: {"content": {"text/event-stream": {}}}},
 )
-async def assessment_events(assessment_id: str, service: ServiceDep) -> EventSourceResponse:
-    await service.get(assessment_id)  # unknown ids are 404 before the stream starts
+async def assessment_events(
+    assessment_id: str, service: ServiceDep, principal: PrincipalDep
+) -> EventSourceResponse:
+    # Unknown ids, and other tenants' assessments, are 404 before the stream starts.
+    await service.get(assessment_id, tenant=principal.tenant_filter)
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
         async with service.subscribe(assessment_id) as subscription:

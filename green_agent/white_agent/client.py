@@ -17,6 +17,12 @@ nowhere else: never into messages, errors or logs.
 Size rule: every response body is read through `_BoundedTransport`, which stops reading past `max_reply_bytes`
 and refuses bodies with more JSON values than `max_reply_values`, before the A2A SDK parses them (it does so
 on the event loop). Compressed bodies are refused: a small body could inflate without bound.
+
+Loop rule: reading one reply never holds the event loop for more than a few ms (issue 8 asks for ~10 ms at
+most). Receiving the body, the SDK's parse of it, turning its parts into Python values and admitting them
+(`intake.admit_reply`, called by the orchestrator) each cost up to ~3 ms at the bounds, so each runs in a loop
+callback of its own: the steps are separated by `await asyncio.sleep(0)` (docs/benchmarks.md, hostile white
+agents, measures it).
 """
 
 from __future__ import annotations
@@ -144,6 +150,9 @@ class _BoundedTransport(httpx.AsyncBaseTransport):
             raise AgentProtocolError(
                 f"the agent's response holds more than {self._max_values} JSON values (max_reply_values)"
             )
+        # The SDK parses the body as this returns (~3 ms at the bounds): a loop callback of its own, not one
+        # more step after receiving it (loop rule, module docstring).
+        await asyncio.sleep(0)
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "transfer-encoding"]
         return httpx.Response(
             response.status_code,
@@ -408,6 +417,7 @@ class Conversation:
             final = event
         if final is None:
             raise AgentProtocolError("the agent sent no response")
+        await asyncio.sleep(0)  # turning the parts into Python values is the next callback (loop rule)
         if final.HasField("message"):
             self._open_task_id = None
             return _reply_from_parts(list(final.message.parts), final.message)

@@ -7,6 +7,7 @@ calls raises `AgentProtocolError`, which ends the trial as `agent_error` (reward
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 from green_agent.errors import AgentProtocolError
@@ -24,14 +25,20 @@ from green_agent.white_agent.dialect import Dialect
 from green_agent.white_agent.reply_parsing import ParsedCall, ParsedReply
 
 
-def admit_reply(reply: AgentReply, dialect: Dialect, limits: AgentLimits) -> ParsedReply:
-    """Read one reply under `dialect` within `limits`; raises `AgentProtocolError` past a tool-call bound."""
+async def admit_reply(reply: AgentReply, dialect: Dialect, limits: AgentLimits) -> ParsedReply:
+    """Read one reply under `dialect` within `limits`; raises `AgentProtocolError` past a tool-call bound.
+
+    Its three steps (cleaning the DataParts, the dialect's reading, the bounds on each call) cost up to a few
+    ms each at the bounds (e.g. a DataPart of 2,000 values holding 500 calls), so each runs in an event-loop
+    callback of its own (the loop rule of `client.py`)."""
     warnings: list[str] = []
+    await asyncio.sleep(0)
     try:
         # + 3: the structured dialect's envelope around arguments, {"tool_calls": [{"arguments": ...}]}
         data = tuple(clean_json(item, max_depth=limits.max_json_depth + 3) for item in reply.data)
     except ValueTooLarge as exc:
         raise AgentProtocolError(f"a DataPart of the reply is {exc}") from None
+    await asyncio.sleep(0)
     # The whole text is read (it is within max_reply_bytes, and reading is linear); what the customer sees of
     # it is cut below.
     parsed = dialect.parse(AgentReply(text=reply.text, data=data))
@@ -40,6 +47,7 @@ def admit_reply(reply: AgentReply, dialect: Dialect, limits: AgentLimits) -> Par
             f"the reply holds {len(parsed.calls)} tool calls; at most {limits.max_tool_calls} are accepted "
             "(max_tool_calls)"
         )
+    await asyncio.sleep(0)
     calls = tuple(_admit_call(call, limits) for call in parsed.calls)
     said = parsed.text
     if said is not None:

@@ -9,7 +9,7 @@ Upgrading procrastinate means a new revision that applies the release's own migr
 (procrastinate/sql/migrations/) from the version pinned here to the new one.
 
 Revision ID: i10_job_queue
-Revises: 0003_agent_headers
+Revises: 0003_tenancy
 Create Date: 2026-11-30
 """
 
@@ -21,7 +21,7 @@ from procrastinate.schema import SchemaManager
 from sqlalchemy.util import await_only
 
 revision = "i10_job_queue"
-down_revision = "0003_agent_headers"
+down_revision = "0003_tenancy"
 branch_labels = None
 depends_on = None
 

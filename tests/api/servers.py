@@ -11,12 +11,15 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import uvicorn
+from a2a.client import Client
+from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageConfiguration, SendMessageRequest, Task
 
 from api.app import create_app
 from api.settings import Settings
@@ -148,3 +151,17 @@ async def poll(
             return body
         await asyncio.sleep(0.05)
     raise TimeoutError(f"{path} never satisfied the condition; last body: {body}")
+
+
+def a2a_text_request(text: str, *, return_immediately: bool = False) -> SendMessageRequest:
+    """One user message holding `text`, as an A2A client sends it."""
+    return SendMessageRequest(
+        message=Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)]),
+        configuration=SendMessageConfiguration(return_immediately=return_immediately),
+    )
+
+
+async def a2a_final_task(client: Client, text: str) -> Task:
+    """Send `text` (non-streaming client) and read the task it made back from the server."""
+    (response,) = [r async for r in client.send_message(a2a_text_request(text))]
+    return await client.get_task(GetTaskRequest(id=response.task.id))

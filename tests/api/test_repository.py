@@ -11,6 +11,7 @@ from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import (
     COMPLETED,
+    MESSAGES_PER_INSERT,
     RUNNING,
     AssessmentRepository,
     IdempotencyConflict,
@@ -100,6 +101,31 @@ async def test_trial_round_trip_and_no_double_count(repo: AssessmentRepository) 
     assert [t.trial for t in await repo.trial_results(record.id)] == [0, 1]
     summaries, total = await repo.list_trials(record.id)
     assert total == 2 and summaries[1].reward is None
+
+
+async def test_transcript_longer_than_one_insert_is_stored_whole_and_in_order(
+    repo: AssessmentRepository,
+) -> None:
+    """`save_trial` inserts a transcript in batches of MESSAGES_PER_INSERT rows (so that no batch holds the
+    event loop long); a transcript of two batches and a bit comes back complete, in order, in one trial."""
+    record, _ = await repo.create(new())
+    base = trial("7", 0)
+    now = base.transcript[0].timestamp
+    messages = [
+        TranscriptMessage(
+            index=i,
+            role="assistant" if i % 2 else "tool",
+            content=f"message {i}" if i % 2 == 0 else None,
+            tool_calls=[ToolCallRecord(id=f"c{i}", name="calculate", arguments={"n": i})] if i % 2 else None,
+            timestamp=now,
+        )
+        for i in range(2 * MESSAGES_PER_INSERT + 3)
+    ]
+    stored = base.model_copy(update={"transcript": messages})
+    assert await repo.save_trial(record.id, stored) == 1
+    loaded = await repo.get_trial(record.id, "7", 0)
+    assert loaded is not None and loaded.transcript == messages
+    assert await repo.save_trial(record.id, stored) is None  # still one trial, not stored twice
 
 
 async def test_finish_page_and_unfinished(repo: AssessmentRepository) -> None:

@@ -3,6 +3,7 @@ scoring rule: whatever goes wrong with the agent's input is charged to the agent
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -27,7 +28,10 @@ from green_agent.limits import (
     storable,
 )
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
+from green_agent.white_agent.client import AgentReply
+from green_agent.white_agent.intake import admit_reply
 from green_agent.white_agent.reply_parsing import parse_text_reply
+from green_agent.white_agent.structured_dialect import StructuredDialect
 from retail_domain import RetailData
 from retail_domain.checks import action_matches
 from retail_domain.tasks import GoldAction
@@ -293,3 +297,28 @@ async def test_a_scoring_bug_is_internal_error_scored_zero(
     assert result.termination_reason == "internal_error" and result.reward == 0.0
     assert report.termination_counts == {"internal_error": 1} and report.trials_scored == 1
     assert report.excluded["infrastructure_error"] == 0
+
+
+async def test_admitting_one_reply_lets_other_tasks_run_between_its_steps() -> None:
+    """Reading one reply never holds the event loop in one piece (issue 8: ~10 ms per message at most): the
+    steps of `admit_reply` (DataParts, the dialect's reading, the calls' bounds) yield to the loop between
+    them, so other trials and /healthz get their turn. How long each step takes is for the benchmark."""
+    turns = 0
+
+    async def other_trial() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    reply = AgentReply(
+        text="", data=({"tool_calls": [{"name": "calculate", "arguments": {"expression": "1"}}]},)
+    )
+    other = asyncio.create_task(other_trial())
+    await asyncio.sleep(0)
+    before = turns
+    admitted = await admit_reply(reply, StructuredDialect(), AgentLimits())
+    during = turns - before
+    other.cancel()
+    assert [c.name for c in admitted.calls] == ["calculate"]
+    assert during >= 3
