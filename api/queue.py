@@ -224,12 +224,13 @@ class TrialQueue:
             rows = await self.connector.execute_query_all_async(query, queue=queue)
         return {(row["task_id"], row["trial"]) for row in rows}
 
-    async def cancel(self, assessment_id: str) -> None:
-        """Drop the assessment's waiting jobs and ask the workers running the others to stop them (every
-        worker listens for that, and also polls for it)."""
+    async def cancel(self, assessment_id: str, *, running: bool = True) -> None:
+        """Drop the assessment's waiting jobs and (`running`) ask the workers running the others to stop them
+        (every worker listens for that, and also polls for it)."""
         manager = self.app.job_manager
         queue = queue_of(assessment_id)
-        for status, abort in ((Status.TODO, False), (Status.DOING, True)):
+        wanted = ((Status.TODO, False), (Status.DOING, True)) if running else ((Status.TODO, False),)
+        for status, abort in wanted:
             for job in await manager.list_jobs_async(queue=queue, status=status.value):
                 assert job.id is not None
                 await manager.cancel_job_by_id_async(job.id, abort=abort)

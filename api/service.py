@@ -431,9 +431,12 @@ class AssessmentService:
         what = f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}"
         try:
             try:
-                done = await _with_retries(
-                    what,
-                    lambda: self.repository.save_trial(assessment_id, result, run_seconds=opened.clock()),
+                # Shielded: a job stopped meanwhile (a cancel) must not cut the write short.
+                done = await asyncio.shield(
+                    _with_retries(
+                        what,
+                        lambda: self.repository.save_trial(assessment_id, result, run_seconds=opened.clock()),
+                    )
                 )
             except (StatementError, ValueError) as exc:
                 if is_transient(exc):
@@ -493,7 +496,8 @@ class AssessmentService:
     async def _fail(self, assessment_id: str, error: str) -> None:
         await self._finish(assessment_id, FAILED, error=error)
         try:
-            await self.queue.cancel(assessment_id)
+            # Waiting jobs only: running ones may be failing it too, mid-write; they end on their own.
+            await self.queue.cancel(assessment_id, running=False)
         except Exception as exc:  # its jobs then find it failed when they start, and stop
             logger.warning("could not cancel the jobs of failed assessment %s: %s", assessment_id, exc)
 
