@@ -22,8 +22,9 @@ from a2a.server.routes import (
 )
 from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
 from starlette.middleware.authentication import AuthenticationMiddleware
 
 from api import __version__, metrics
@@ -38,6 +39,7 @@ from api.routes import assessments, events, health, trials
 from api.runtime import open_runtime, resume
 from api.service import AssessmentNotFound
 from api.settings import Settings
+from api.ui import routes as ui
 
 logger = logging.getLogger(__name__)
 
@@ -116,13 +118,28 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_exception_handler(RequestValidationError, validation_error_handler)
 
     @app.exception_handler(AssessmentNotFound)
-    async def _not_found(request: Request, exc: AssessmentNotFound) -> JSONResponse:
+    async def _not_found(request: Request, exc: AssessmentNotFound) -> Response:
+        if request.url.path.startswith("/ui/"):
+            return ui.not_found_page(request, exc)
         return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
+
+    @app.get("/", include_in_schema=False)
+    async def _root(request: Request) -> Response:
+        # A person's browser gets the web UI; POST / is A2A JSON-RPC (registered below), untouched by this.
+        if "text/html" in request.headers.get("accept", ""):
+            return RedirectResponse("/ui", status_code=status.HTTP_303_SEE_OTHER)
+        return JSONResponse(
+            {"detail": "Method Not Allowed"},
+            status_code=status.HTTP_405_METHOD_NOT_ALLOWED,
+            headers={"Allow": "POST"},
+        )
 
     app.include_router(health.router)
     app.include_router(metrics.router)
     for router in (assessments.router, trials.router, events.router):
         app.include_router(router, responses=AUTH_RESPONSES)
+    app.mount("/ui/static", StaticFiles(directory=ui.STATIC_DIR), name="ui-static")
+    app.include_router(ui.router)
     # A2A last: its REST binding mounts a catch-all `/{tenant}` that must not shadow the routes above.
     tenant_context = TenantContextBuilder()
     rest_api_routes = list(app.routes)

@@ -314,6 +314,15 @@ class Settings(BaseSettings):
         default=32, ge=4, le=512, description="Deepest nesting of JSON in a request (422 beyond)."
     )
 
+    # -- web UI (/ui) --
+    ui_page_size: int = Field(
+        default=50,
+        ge=1,
+        le=200,
+        description="Rows per page of the web UI's assessment list, and the most assessments one "
+        "live-progress stream follows.",
+    )
+
     @field_validator("database_url")
     @classmethod
     def _async_driver(cls, value: str) -> str:

@@ -25,12 +25,14 @@ FULL: list[list[str]] = [
     ["bench.latency_scaling"],
     ["bench.latency_scaling", "--concurrency", "128", "--trials-total", "456"],
     ["bench.memory"],
+    ["bench.ui_pages"],
 ]
 QUICK: list[list[str]] = [
     ["bench.domain_bench"],
     ["bench.full_assessment", "--num-tasks", "30", "--trials", "1"],
     ["bench.latency_scaling", "--concurrency", "1", "8", "32", "--waves", "2"],
     ["bench.memory", "--trials", "10", "100"],
+    ["bench.ui_pages", "--assessments", "200", "--requests", "5"],
 ]
 
 

@@ -33,7 +33,7 @@ from typing import Any
 from .data import DataError
 from .diff import db_differences
 from .environment import RetailEnvironment, ToolCall, ToolResult
-from .loader import load_retail_data
+from .loader import RetailData, load_retail_data
 
 
 class InputError(ValueError):
@@ -86,7 +86,13 @@ def replay(
     task_id: str, calls: list[ParsedCall], data_dir: str | None = None, normalize_ids: bool = False
 ) -> dict[str, Any]:
     """Run the calls and return the report (the --json output)."""
-    data = load_retail_data(data_dir)
+    return replay_with(load_retail_data(data_dir), task_id, calls, normalize_ids=normalize_ids)
+
+
+def replay_with(
+    data: RetailData, task_id: str, calls: list[ParsedCall], normalize_ids: bool = False
+) -> dict[str, Any]:
+    """`replay` over data already loaded (the web UI replays stored trials with the service's data)."""
     task = data.task(task_id)
     env = data.new_environment(normalize_ids=normalize_ids)
     results = []

@@ -120,6 +120,51 @@ class TrialSummary:
     steps: int
     error: str | None
     finished_at: datetime
+    signals: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class ScoredAssessment:
+    """A completed assessment's headline numbers (what the leaderboard chooses its rows by)."""
+
+    id: str
+    agent_url: str
+    created_at: datetime
+    avg_reward: float | None
+    excluded: dict[str, int]
+    complete: bool | None  # the report's own flag, in reports that carry one
+
+
+# The columns a trial summary needs: never the transcript, the judge input or the other `detail` fields.
+_SUMMARY_COLUMNS = (
+    TrialRow.task_id,
+    TrialRow.trial,
+    TrialRow.termination_reason,
+    TrialRow.reward,
+    TrialRow.is_successful,
+    TrialRow.nl_status,
+    TrialRow.steps,
+    TrialRow.error,
+    TrialRow.finished_at,
+    TrialRow.signals,
+)
+
+
+def trial_summary(source: Any) -> TrialSummary:
+    """The summary of a selected trials row or of a TrialResult (they share these names), so a trial shown
+    on its own and in a list is summarized the same way."""
+    return TrialSummary(
+        task_id=source.task_id,
+        trial=source.trial,
+        termination_reason=source.termination_reason,
+        reward=source.reward,
+        is_successful=source.is_successful,
+        nl_status=source.nl_status,
+        steps=source.steps,
+        error=source.error,
+        finished_at=source.finished_at,
+        signals=tuple(s if isinstance(s, dict) else s.model_dump() for s in source.signals),
+    )
 
 
 def request_hash(config: dict[str, Any]) -> str:
@@ -566,30 +611,82 @@ class AssessmentRepository:
                     select(func.count()).select_from(TrialRow).where(TrialRow.assessment_id == assessment_id)
                 )
             ).scalar_one()
-            rows = (
+            rows = await session.execute(
+                select(*_SUMMARY_COLUMNS)
+                .where(TrialRow.assessment_id == assessment_id)
+                .order_by(TrialRow.id)
+                .limit(limit)
+                .offset(offset)
+            )
+            return [trial_summary(r) for r in rows], total
+
+    async def trial_summaries(self, assessment_id: str) -> list[TrialSummary]:
+        """Every stored trial of an assessment as a summary (no transcripts), in the order they finished."""
+        async with self._session() as session:
+            rows = await session.execute(
+                select(*_SUMMARY_COLUMNS).where(TrialRow.assessment_id == assessment_id).order_by(TrialRow.id)
+            )
+            return [trial_summary(r) for r in rows]
+
+    async def get_trial_summary(self, assessment_id: str, task_id: str, trial: int) -> TrialSummary | None:
+        async with self._session() as session:
+            row = (
                 await session.execute(
-                    select(TrialRow)
-                    .where(TrialRow.assessment_id == assessment_id)
-                    .order_by(TrialRow.id)
-                    .limit(limit)
-                    .offset(offset)
+                    select(*_SUMMARY_COLUMNS).where(
+                        TrialRow.assessment_id == assessment_id,
+                        TrialRow.task_id == task_id,
+                        TrialRow.trial == trial,
+                    )
                 )
-            ).scalars()
-            summaries = [
-                TrialSummary(
-                    task_id=r.task_id,
-                    trial=r.trial,
-                    termination_reason=r.termination_reason,
-                    reward=r.reward,
-                    is_successful=r.is_successful,
-                    nl_status=r.nl_status,
-                    steps=r.steps,
-                    error=r.error,
-                    finished_at=r.finished_at,
+            ).first()
+            return trial_summary(row) if row is not None else None
+
+    async def agent_urls(self) -> list[str]:
+        """Every white agent that has an assessment, alphabetically."""
+        async with self._session() as session:
+            rows = await session.execute(
+                select(AssessmentRow.agent_url).distinct().order_by(AssessmentRow.agent_url)
+            )
+            return [r[0] for r in rows]
+
+    async def completed_scores(self) -> list[ScoredAssessment]:
+        """Every completed assessment's headline numbers, newest first: read from inside the report JSON,
+        so choosing the leaderboard's rows never loads a thousand whole reports."""
+        report = AssessmentRow.report
+        async with self._session() as session:
+            rows = await session.execute(
+                select(
+                    AssessmentRow.id,
+                    AssessmentRow.agent_url,
+                    AssessmentRow.created_at,
+                    report["avg_reward"].as_float().label("avg_reward"),
+                    report["excluded"].label("excluded"),
+                    report["complete"].as_boolean().label("complete"),
+                )
+                .where(AssessmentRow.status == COMPLETED)
+                .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)
+            )
+            return [
+                ScoredAssessment(
+                    id=r.id,
+                    agent_url=r.agent_url,
+                    created_at=r.created_at,
+                    avg_reward=r.avg_reward,
+                    excluded=r.excluded if isinstance(r.excluded, dict) else {},
+                    complete=r.complete if isinstance(r.complete, bool) else None,
                 )
                 for r in rows
             ]
-            return summaries, total
+
+    async def reports(self, assessment_ids: list[str]) -> dict[str, AssessmentReport]:
+        """The stored reports of these assessments (those that have one)."""
+        if not assessment_ids:
+            return {}
+        async with self._session() as session:
+            rows = await session.execute(
+                select(AssessmentRow.id, AssessmentRow.report).where(AssessmentRow.id.in_(assessment_ids))
+            )
+            return {r.id: AssessmentReport.model_validate(r.report) for r in rows if r.report is not None}
 
     async def get_trial(self, assessment_id: str, task_id: str, trial: int) -> TrialResult | None:
         async with self._session() as session:

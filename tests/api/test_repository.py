@@ -153,3 +153,46 @@ async def test_finish_page_and_unfinished(repo: AssessmentRepository) -> None:
     assert total == 1 and page[0].id == b.id
     page, total = await repo.page(limit=1, offset=1)
     assert total == 2 and len(page) == 1
+
+
+async def test_what_the_web_ui_reads(repo: AssessmentRepository) -> None:
+    a, _ = await repo.create(new(agent="http://b.test"))
+    b, _ = await repo.create(new(agent="http://a.test"))
+    c, _ = await repo.create(new(agent="http://a.test"))
+    full = AssessmentReport(
+        num_tasks=1,
+        num_trials=1,
+        trials_total=1,
+        trials_scored=1,
+        complete=True,
+        avg_reward=0.75,
+        pass_hat_k={1: 0.75},
+    )
+    partial = full.model_copy(
+        update={
+            "avg_reward": None,
+            "complete": False,
+            "partial_reasons": {"not_judged": 1},
+            "excluded": {"not_judged": 1},
+        }
+    )
+    await repo.finish(a.id, COMPLETED, report=full)
+    await repo.finish(b.id, COMPLETED, report=partial)
+    await repo.finish(c.id, "failed", error="boom")
+    assert await repo.agent_urls() == ["http://a.test", "http://b.test"]
+
+    # Headline numbers come out of the report JSON on both backends; failed runs are not scored.
+    scores = {s.id: s for s in await repo.completed_scores()}
+    assert set(scores) == {a.id, b.id}
+    assert scores[a.id].avg_reward == 0.75 and scores[a.id].agent_url == "http://b.test"
+    assert scores[b.id].avg_reward is None and scores[b.id].excluded == {"not_judged": 1}
+    assert scores[a.id].complete is True and scores[b.id].complete is False
+    assert await repo.reports([a.id, c.id]) == {a.id: full}
+
+    await repo.save_trial(a.id, trial("3", 0))
+    await repo.save_trial(a.id, trial("3", 1, reward=None))
+    summaries = await repo.trial_summaries(a.id)
+    assert [(s.task_id, s.trial, s.reward) for s in summaries] == [("3", 0, 1.0), ("3", 1, None)]
+    assert summaries[0].signals == (
+        {"name": "DB_STATE_MATCH", "passed": True, "counts": True, "detail": "hash matched"},
+    )

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
+from a2a.helpers import new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from green_agent.reference_agents import agent_card, build_agent_app, serve_app
-from green_agent.reference_agents.replies import Incoming, agent_message, text_parts
+from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
+from retail_domain import WRITE_TOOLS, RetailData
 
 Reply = Callable[[Incoming, RequestContext, EventQueue], Awaitable[None]]
 
@@ -108,3 +113,44 @@ async def serve_agent(
 
     async with serve_app(app_for) as url:
         yield url, int(url.rstrip("/").rsplit(":", 1)[1]), recorders[0]
+
+
+HOSTILE_TEXT = (
+    '<script>window.__pwned = "script"</script><img src="x" onerror="window.__pwned = \'img\'">'
+    "<b>bold?</b> All done!"
+)
+"""What a hostile white agent says: if any UI ever renders it as HTML, `window.__pwned` gets set."""
+
+
+class SloppyExecutor(AgentExecutor):
+    """A white agent that fails the DB check in a way worth debugging (text dialect, scripted customer).
+
+    It looks up an order id that does not exist (an error result), performs the task's gold actions except the
+    last write (so the final DB differs from gold in the fields that write changes), then answers the customer
+    with `HOSTILE_TEXT` as bare text, not in the text dialect's JSON (a protocol warning)."""
+
+    def __init__(self, data: RetailData) -> None:
+        self._data = data
+        self._plans: dict[str, list[tuple[str, dict[str, Any]] | None]] = {}
+
+    def _plan(self, task_id: str) -> list[tuple[str, dict[str, Any]] | None]:
+        actions = list(self._data.tasks[task_id].gold_actions)
+        writes = [i for i, a in enumerate(actions) if a.name in WRITE_TOOLS]
+        if writes:
+            del actions[writes[-1]]
+        bogus: tuple[str, dict[str, Any]] = ("get_order_details", {"order_id": "#W0000000"})
+        return [bogus, *((a.name, copy.deepcopy(a.arguments)) for a in actions), None]
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        incoming = Incoming.of(context.message)
+        context_id = context.context_id or ""
+        if context_id not in self._plans:
+            match = re.search(r"scripted customer for task ([^\s.]+)", incoming.text)
+            self._plans[context_id] = self._plan(match.group(1)) if match else [None]
+        plan = self._plans[context_id]
+        step = plan.pop(0) if plan else None
+        parts = [new_text_part(HOSTILE_TEXT)] if step is None else call_parts(False, *step)
+        await event_queue.enqueue_event(agent_message(parts, context.context_id))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        return None

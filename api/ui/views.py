@@ -1,0 +1,314 @@
+"""What the web UI's pages show, computed from stored records: pure functions, no I/O, no HTML.
+
+Each trial gets one outcome (the grid's colour): passed, failed by the DB check, failed by an NL assertion,
+failed by its termination (step or error limit, user error), agent error, internal error, excluded (no
+reward), or pending (not run yet).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.db.repository import ScoredAssessment, TrialSummary
+from green_agent.models import SIGNAL_DB, SIGNAL_NL, AssessmentReport
+from retail_domain import is_clean_exit
+
+# Outcome keys (CSS classes `o-<key>`) with their legend labels, in legend order.
+OUTCOMES = {
+    "passed": "passed",
+    "failed_db": "failed: DB state",
+    "failed_nl": "failed: NL assertion",
+    "failed_termination": "failed: termination",
+    "agent_error": "agent error",
+    "internal_error": "internal error",
+    "excluded": "excluded",
+    "pending": "not run yet",
+}
+
+
+def _signal(summary: TrialSummary, name: str) -> bool | None:
+    for signal in summary.signals:
+        if signal.get("name") == name:
+            passed = signal.get("passed")
+            return passed if isinstance(passed, bool) else None
+    return None
+
+
+def outcome(summary: TrialSummary) -> str:
+    """The trial's outcome key (see OUTCOMES)."""
+    if summary.reward is None:
+        return "excluded"
+    if summary.is_successful:
+        return "passed"
+    if summary.termination_reason in ("agent_error", "internal_error"):
+        return summary.termination_reason
+    if _signal(summary, SIGNAL_DB) is False:
+        return "failed_db"
+    if _signal(summary, SIGNAL_NL) is False:
+        return "failed_nl"
+    return "failed_termination"
+
+
+def failure_reasons(summary: TrialSummary) -> list[str]:
+    """Why a scored trial did not pass, in words (empty for passed or excluded trials)."""
+    if summary.reward is None or summary.is_successful:
+        return []
+    reasons = []
+    if not is_clean_exit(summary.termination_reason):
+        reasons.append(f"ended by {summary.termination_reason}")
+    if _signal(summary, SIGNAL_DB) is False:
+        reasons.append("final DB differs from gold")
+    if _signal(summary, SIGNAL_NL) is False:
+        reasons.append("an NL assertion failed")
+    if summary.error:
+        reasons.append(summary.error.splitlines()[0][:160])
+    return reasons or ["reward below 1"]
+
+
+def common_failures(summaries: Iterable[TrialSummary], limit: int = 10) -> list[tuple[str, int]]:
+    counts: Counter[str] = Counter()
+    for summary in summaries:
+        counts.update(failure_reasons(summary))
+    return counts.most_common(limit)
+
+
+def task_sort_key(task_id: str) -> tuple[int, int | str]:
+    """Numeric task ids in numeric order, any others after them alphabetically."""
+    return (0, int(task_id)) if task_id.isdigit() else (1, task_id)
+
+
+@dataclass(frozen=True)
+class Cell:
+    task_id: str
+    trial: int
+    outcome: str
+    title: str
+
+
+@dataclass(frozen=True)
+class GridRow:
+    task_id: str
+    cells: list[Cell]
+
+
+def cell(summary: TrialSummary) -> Cell:
+    kind = outcome(summary)
+    detail = "; ".join(failure_reasons(summary)) or OUTCOMES[kind]
+    return Cell(
+        summary.task_id, summary.trial, kind, f"task {summary.task_id}, trial {summary.trial}: {detail}"
+    )
+
+
+def grid(task_ids: Sequence[str], trials: int, summaries: Iterable[TrialSummary]) -> list[GridRow]:
+    """Task x trial cells; tasks with stored trials but missing from `task_ids` are added at the end."""
+    by_key = {(s.task_id, s.trial): s for s in summaries}
+    ordered = list(dict.fromkeys([*task_ids, *sorted({t for t, _ in by_key}, key=task_sort_key)]))
+    width = max([trials, *(k + 1 for _, k in by_key)])
+    rows = []
+    for task_id in ordered:
+        cells = []
+        for trial in range(width):
+            summary = by_key.get((task_id, trial))
+            if summary is None:
+                cells.append(Cell(task_id, trial, "pending", f"task {task_id}, trial {trial}: not run yet"))
+            else:
+                cells.append(cell(summary))
+        rows.append(GridRow(task_id, cells))
+    return rows
+
+
+def outcome_counts(rows: Iterable[GridRow]) -> dict[str, int]:
+    counts = Counter(cell.outcome for row in rows for cell in row.cells)
+    return {key: counts[key] for key in OUTCOMES if counts[key]}
+
+
+def complete_from(excluded: dict[str, int], flag: bool | None) -> bool:
+    """Whether a stored report is complete, from values read inside its JSON: its `complete` flag, or for a
+    version-1 report (no flag) its exclusion counts, as `AssessmentReport` derives it on loading."""
+    return flag if flag is not None else not any(excluded.values())
+
+
+# -- charts ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True)
+class BarChart:
+    """Geometry of a bar chart of values in [0, 1], drawn by the `bar_chart` template macro as inline SVG."""
+
+    width: float
+    height: float
+    top: float
+    bottom: float
+    bars: list[Bar] = field(default_factory=list)
+
+
+def bar_chart(values: dict[str, float], *, width: float | None = None, height: float = 110) -> BarChart:
+    top, bottom, gap = 16.0, 24.0, 8.0
+    width = width if width is not None else gap + len(values) * (56 + gap)
+    plot = height - top - bottom
+    n = max(len(values), 1)
+    bar_width = (width - gap * (n + 1)) / n
+    bars = []
+    for i, (label, value) in enumerate(values.items()):
+        clipped = min(max(value, 0.0), 1.0) if math.isfinite(value) else 0.0
+        bar_height = plot * clipped
+        bars.append(
+            Bar(
+                label=label,
+                value=value,
+                x=gap + i * (bar_width + gap),
+                y=top + plot - bar_height,
+                width=bar_width,
+                height=bar_height,
+            )
+        )
+    return BarChart(width=width, height=height, top=top, bottom=bottom, bars=bars)
+
+
+def pass_hat_k_chart(report: AssessmentReport) -> BarChart:
+    return bar_chart({f"pass^{k}": v for k, v in sorted(report.pass_hat_k.items())})
+
+
+# -- compare ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskDelta:
+    task_id: str
+    a: str  # "2/4" style, or "-" when the task is absent
+    b: str
+    a_rate: float | None  # success rate over scored trials; None when none scored
+    b_rate: float | None
+    change: str  # better, worse, same, only_a, only_b, not_scored
+
+    @property
+    def delta(self) -> float | None:
+        if self.a_rate is None or self.b_rate is None:
+            return None
+        return self.b_rate - self.a_rate
+
+
+def _task_rates(summaries: Iterable[TrialSummary]) -> dict[str, tuple[int, int]]:
+    """task -> (successes, scored trials)."""
+    rates: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for s in summaries:
+        entry = rates[s.task_id]
+        if s.reward is not None:
+            entry[1] += 1
+            entry[0] += int(bool(s.is_successful))
+    return {task: (c, n) for task, (c, n) in rates.items()}
+
+
+def compare_tasks(a: Iterable[TrialSummary], b: Iterable[TrialSummary]) -> list[TaskDelta]:
+    """Per task: successes over scored trials in A and in B, and whether B got better or worse."""
+    rates_a, rates_b = _task_rates(a), _task_rates(b)
+    deltas = []
+    for task_id in sorted(rates_a.keys() | rates_b.keys(), key=task_sort_key):
+        in_a, in_b = rates_a.get(task_id), rates_b.get(task_id)
+        rate_a = in_a[0] / in_a[1] if in_a and in_a[1] else None
+        rate_b = in_b[0] / in_b[1] if in_b and in_b[1] else None
+        if in_a is None:
+            change = "only_b"
+        elif in_b is None:
+            change = "only_a"
+        elif rate_a is None or rate_b is None:
+            change = "not_scored"
+        elif rate_b > rate_a + 1e-9:
+            change = "better"
+        elif rate_b < rate_a - 1e-9:
+            change = "worse"
+        else:
+            change = "same"
+        deltas.append(
+            TaskDelta(
+                task_id=task_id,
+                a=f"{in_a[0]}/{in_a[1]}" if in_a else "-",
+                b=f"{in_b[0]}/{in_b[1]}" if in_b else "-",
+                a_rate=rate_a,
+                b_rate=rate_b,
+                change=change,
+            )
+        )
+    return deltas
+
+
+def delta_order(delta: TaskDelta) -> tuple[int, float, tuple[int, int | str]]:
+    """Regressions first (largest first), then improvements, then the rest: what a vendor looks at first."""
+    rank = {"worse": 0, "better": 1}.get(delta.change, 2)
+    size = -abs(delta.delta) if delta.delta is not None else 0.0
+    return (rank, size, task_sort_key(delta.task_id))
+
+
+# -- leaderboard --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    agent_url: str
+    assessment_id: str
+    created_at: Any
+    complete: bool
+    report: AssessmentReport
+
+    def sort_value(self, column: str) -> tuple[int, float | str]:
+        """Missing values sort last whatever the direction."""
+        if column == "agent":
+            return (0, self.agent_url)
+        if column == "avg_reward":
+            value = self.report.avg_reward
+        elif column.startswith("pass") and column[4:].isdigit():
+            value = self.report.pass_hat_k.get(int(column[4:]))
+        else:
+            raise ValueError(column)
+        return (0, value) if value is not None else (1, 0.0)
+
+
+LEADERBOARD_COLUMNS = ("agent", "avg_reward")
+
+
+def best_per_agent(
+    scored: Iterable[ScoredAssessment], *, include_partial: bool
+) -> tuple[list[ScoredAssessment], int]:
+    """The best assessment of each agent (highest average reward, then newest), and how many partial
+    assessments were left out."""
+    best: dict[str, ScoredAssessment] = {}
+    partial = 0
+    for item in scored:  # newest first: a tie keeps the newer one
+        if not include_partial and not complete_from(item.excluded, item.complete):
+            partial += 1
+            continue
+        current = best.get(item.agent_url)
+        if current is None or (item.avg_reward or 0.0) > (current.avg_reward or 0.0):
+            best[item.agent_url] = item
+    return list(best.values()), partial
+
+
+def leaderboard_rows(
+    best: Iterable[ScoredAssessment], reports: dict[str, AssessmentReport]
+) -> list[LeaderboardRow]:
+    return [
+        LeaderboardRow(b.agent_url, b.id, b.created_at, complete_from(b.excluded, b.complete), reports[b.id])
+        for b in best
+        if b.id in reports
+    ]
+
+
+def sort_leaderboard(rows: list[LeaderboardRow], column: str, descending: bool) -> list[LeaderboardRow]:
+    present = [r for r in rows if r.sort_value(column)[0] == 0]
+    missing = [r for r in rows if r.sort_value(column)[0] == 1]
+    present.sort(key=lambda r: r.sort_value(column)[1], reverse=descending)
+    return present + missing

@@ -1,0 +1,56 @@
+"""Why did a trial fail its DB check? Replays the trial's stored tool calls on a fresh environment and diffs
+the result against the task's gold outcome (the same computation as `green-agent replay`, on a stored trial).
+
+The replay is deterministic: the tools depend only on the DB and the arguments, so replaying the calls in
+transcript order rebuilds the trial's final DB. `reproduced` says whether it did (the replayed hash equals the
+hash stored when the trial ran); a mismatch would mean the stored transcript is not the whole story.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from green_agent.models import TrialResult
+from retail_domain import Difference, RetailData
+from retail_domain.replay import ParsedCall, replay_with
+
+
+@dataclass(frozen=True)
+class TrialReplay:
+    task_id: str
+    calls: int
+    matched: bool
+    replayed_hash: str
+    stored_hash: str | None
+    gold_hash: str
+    differences: list[Difference]  # path like ``orders/#W123.status``: this trial's value vs gold's
+
+    @property
+    def reproduced(self) -> bool:
+        return self.stored_hash is None or self.stored_hash == self.replayed_hash
+
+
+def trial_calls(result: TrialResult) -> list[ParsedCall]:
+    """The tool calls the white agent made, in the order the trial executed them."""
+    return [
+        ParsedCall(call.name, call.arguments)
+        for message in result.transcript
+        if message.role == "assistant" and message.tool_calls
+        for call in message.tool_calls
+    ]
+
+
+def replay_trial(data: RetailData, result: TrialResult, *, normalize_ids: bool = False) -> TrialReplay:
+    """Replay a stored trial's calls on a fresh DB and compare with gold (CPU only, about a millisecond per
+    call; callers on an event loop run it in a thread)."""
+    calls = trial_calls(result)
+    report = replay_with(data, result.task_id, calls, normalize_ids=normalize_ids)
+    return TrialReplay(
+        task_id=result.task_id,
+        calls=len(calls),
+        matched=bool(report["matched"]),
+        replayed_hash=report["db_hash"],
+        stored_hash=result.db_actual_hash,
+        gold_hash=report["gold_db_hash"],
+        differences=[Difference(**d) for d in report["differences"]],
+    )

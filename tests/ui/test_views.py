@@ -1,0 +1,153 @@
+"""What the UI pages compute, on hand-made records: outcomes, failure reasons, the grid, compare deltas, the
+leaderboard and chart geometry."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from api.db.repository import ScoredAssessment, TrialSummary
+from api.ui import views
+from green_agent.models import AssessmentReport
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def trial(
+    task_id: str = "0",
+    k: int = 0,
+    *,
+    reason: str = "user_stop",
+    reward: float | None = 1.0,
+    db: bool | None = True,
+    nl: bool | None = None,
+    error: str | None = None,
+) -> TrialSummary:
+    signals: list[dict[str, Any]] = [{"name": "DB_STATE_MATCH", "passed": db}]
+    if nl is not None:
+        signals.append({"name": "NL_ASSERTION", "passed": nl})
+    return TrialSummary(
+        task_id=task_id,
+        trial=k,
+        termination_reason=reason,
+        reward=reward,
+        is_successful=reward == 1.0 if reward is not None else None,
+        nl_status="judged" if nl is not None else "not_required",
+        steps=3,
+        error=error,
+        finished_at=NOW,
+        signals=tuple(signals),
+    )
+
+
+def test_outcomes_and_reasons() -> None:
+    assert views.outcome(trial()) == "passed"
+    assert views.outcome(trial(reward=None)) == "excluded"
+    assert views.outcome(trial(reward=0.0, db=False)) == "failed_db"
+    assert views.outcome(trial(reward=0.0, nl=False)) == "failed_nl"
+    assert views.outcome(trial(reason="max_steps", reward=0.0)) == "failed_termination"
+    assert (
+        views.outcome(trial(reason="agent_error", reward=0.0, db=False, error="timed out")) == "agent_error"
+    )
+    assert views.outcome(trial(reason="internal_error", reward=0.0)) == "internal_error"
+
+    failed = trial(reason="too_many_errors", reward=0.0, db=False, error="line one\nline two")
+    assert views.failure_reasons(failed) == [
+        "ended by too_many_errors",
+        "final DB differs from gold",
+        "line one",
+    ]
+    assert views.failure_reasons(trial()) == [] and views.failure_reasons(trial(reward=None)) == []
+    assert views.common_failures([failed, trial(reward=0.0, db=False), trial()]) == [
+        ("final DB differs from gold", 2),
+        ("ended by too_many_errors", 1),
+        ("line one", 1),
+    ]
+
+
+def test_grid_orders_tasks_and_marks_pending_cells() -> None:
+    rows = views.grid(["2", "10", "1"], 2, [trial("10", 1, reward=0.0, db=False), trial("99", 0)])
+    assert [r.task_id for r in rows] == ["2", "10", "1", "99"]  # the selection's order, then strays
+    assert [c.outcome for c in rows[1].cells] == ["pending", "failed_db"]
+    assert "final DB differs from gold" in rows[1].cells[1].title
+    assert views.outcome_counts(rows) == {"passed": 1, "failed_db": 1, "pending": 6}
+
+
+def test_compare_puts_regressions_first() -> None:
+    before = [
+        trial("1"),
+        trial("1", 1),
+        trial("2", reward=0.0, db=False),
+        trial("3"),
+        trial("4", reward=None),
+    ]
+    after = [trial("1", reward=0.0, db=False), trial("1", 1), trial("2"), trial("4", reward=None), trial("5")]
+    deltas = sorted(views.compare_tasks(before, after), key=views.delta_order)
+    assert [(d.task_id, d.change, d.a, d.b) for d in deltas] == [
+        ("1", "worse", "2/2", "1/2"),
+        ("2", "better", "0/1", "1/1"),
+        ("3", "only_a", "1/1", "-"),
+        ("4", "not_scored", "0/0", "0/0"),
+        ("5", "only_b", "-", "1/1"),
+    ]
+    assert deltas[0].delta == -0.5
+
+
+def report(avg: float | None, pass_k: dict[int, float], not_judged: int = 0) -> AssessmentReport:
+    return AssessmentReport(
+        num_tasks=2,
+        num_trials=len(pass_k),
+        trials_total=4,
+        trials_scored=4 - not_judged,
+        complete=not not_judged,
+        partial_reasons={"not_judged": not_judged} if not_judged else {},
+        excluded={"infrastructure_error": 0, "not_judged": not_judged},
+        avg_reward=avg,
+        pass_hat_k=pass_k,
+    )
+
+
+def scored(assessment_id: str, agent: str, age_days: int, report: AssessmentReport) -> ScoredAssessment:
+    return ScoredAssessment(
+        assessment_id,
+        agent,
+        NOW - timedelta(days=age_days),
+        report.avg_reward,
+        report.excluded,
+        report.complete,
+    )
+
+
+def test_leaderboard_keeps_the_best_complete_run_per_agent() -> None:
+    reports = {
+        "a3": report(0.5, {1: 0.5}),
+        "a2": report(0.9, {1: 0.9, 2: 0.8}),
+        "b1": report(1.0, {1: 1.0}, not_judged=2),
+        "c1": report(None, {}),
+    }
+    newest_first = [
+        scored("a3", "http://a", 0, reports["a3"]),
+        scored("a2", "http://a", 1, reports["a2"]),
+        scored("b1", "http://b", 0, reports["b1"]),
+        scored("c1", "http://c", 0, reports["c1"]),
+    ]
+    best, hidden = views.best_per_agent(newest_first, include_partial=False)
+    assert hidden == 1 and {b.id for b in best} == {"a2", "c1"}
+    best, hidden = views.best_per_agent(newest_first, include_partial=True)
+    assert hidden == 0
+    rows = views.leaderboard_rows(best, reports)
+    by_pass2 = views.sort_leaderboard(rows, "pass2", descending=True)
+    assert [r.assessment_id for r in by_pass2] == ["a2", "b1", "c1"]  # no pass^2: last
+    ascending = views.sort_leaderboard(rows, "avg_reward", descending=False)
+    assert [r.assessment_id for r in ascending] == ["a2", "b1", "c1"]  # missing last in either direction
+    assert [r.complete for r in rows] == [True, False, True]
+    # A report's own `complete` flag wins over the exclusion counts.
+    assert views.complete_from({"not_judged": 3}, True) and not views.complete_from({}, False)
+
+
+def test_bar_chart_geometry_stays_inside_the_plot() -> None:
+    chart = views.bar_chart({"pass^1": 0.5, "pass^2": 1.7, "pass^3": float("nan")}, width=300, height=100)
+    plot = chart.height - chart.top - chart.bottom
+    assert [round(b.height, 6) for b in chart.bars] == [plot / 2, plot, 0.0]
+    assert all(chart.top <= b.y <= chart.height - chart.bottom for b in chart.bars)
+    assert chart.bars[-1].x + chart.bars[-1].width <= chart.width
