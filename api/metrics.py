@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, HTTPException, Request, Response
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -26,6 +26,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from api.auth import PrincipalDep
 from green_agent import llm
 from green_agent.models import TranscriptMessage, TrialResult
 
@@ -155,7 +156,10 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
-async def metrics(request: Request) -> Response:
+async def metrics(request: Request, principal: PrincipalDep) -> Response:
+    # Labels name every tenant's agent hosts and models: operators only once keys exist (open mode is admin).
+    if not principal.admin:
+        raise HTTPException(403, "metrics need an admin key")
     runtime: Runtime | None = getattr(request.app.state, "runtime", None)
     if runtime is not None:
         for status, count in (await runtime.repository.count_by_status()).items():
