@@ -18,12 +18,16 @@ RUN groupadd --system --gid 10001 green \
     && useradd --system --uid 10001 --gid green --home-dir /home/green --create-home green
 
 WORKDIR /app
+# Every dependency, transitive ones included, at the version and hash of requirements.lock (`make lock`), so
+# two builds install the same bytes; then the project itself, with no further resolution.
+COPY requirements.lock ./
+RUN pip install --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY retail_domain ./retail_domain
 COPY green_agent ./green_agent
 COPY api ./api
 COPY migrations ./migrations
-RUN pip install .
+RUN pip install --no-deps .
 
 # The default database is a SQLite file in a volume owned by the non-root user; set DATABASE_URL
 # (postgresql+asyncpg://...) to use PostgreSQL instead.

@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench lock clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ test: $(BIN)/.installed
 # What the service costs (docs/benchmarks.md); `make bench` is the quick sizes, ~2 minutes.
 bench: $(BIN)/.installed
 	$(BIN)/python -m bench.run_all --quick
+
+# The image installs from requirements.lock: every transitive dependency pinned with its hashes. Regenerate it
+# after changing the dependencies in pyproject.toml.
+lock: $(BIN)/.installed
+	$(BIN)/pip-compile --quiet --strip-extras --generate-hashes --no-emit-index-url --no-emit-find-links \
+		-o requirements.lock pyproject.toml
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -27,7 +27,7 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.authentication import AuthenticationMiddleware
 
-from api import __version__
+from api import __version__, metrics
 from api.a2a.card import JSONRPC_PATH, REST_PREFIX, build_agent_card
 from api.a2a.executor import AssessmentExecutor
 from api.a2a.tenancy import TenantContextBuilder, TenantTaskStore
@@ -61,7 +61,12 @@ AUTH_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 def create_app(settings: Settings) -> FastAPI:
-    database = create_engine(settings.database_url)
+    database = create_engine(
+        settings.database_url,
+        connect_timeout_s=settings.db_connect_timeout_s,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+    )
     card = build_agent_card(settings.public_card_url())
     executor = AssessmentExecutor()
     keys = KeyRepository(database)
@@ -130,6 +135,7 @@ def create_app(settings: Settings) -> FastAPI:
         )
 
     app.include_router(health.router)
+    app.include_router(metrics.router)
     for router in (assessments.router, trials.router, events.router):
         app.include_router(router, responses=AUTH_RESPONSES)
     app.mount("/ui/static", StaticFiles(directory=ui.STATIC_DIR), name="ui-static")

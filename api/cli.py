@@ -2,6 +2,7 @@
 and database migrations.
 
     green-agent serve [--host H] [--port P] [--card-url URL]    the service (what the container runs)
+    green-agent worker [--concurrency N]                        a queue worker only (PostgreSQL)
     green-agent run --agent-url URL [selection and limits]      one assessment in-process, report as JSON
     green-agent demo [--trials N] [--num-tasks N]               built-in oracle agent, scripted user, SQLite
     green-agent replay ...                                      retail_domain.replay (gold replay tooling)
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -75,7 +75,25 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default 9009)")
     serve.add_argument("--card-url", help="public URL the agent card advertises (default http://host:port/)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--log-format", choices=["text", "json"], help="default: GREEN_AGENT_LOG_FORMAT or text"
+    )
+    serve.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="API only: run no trials in this process (workers elsewhere do; PostgreSQL only)",
+    )
     _add_database(serve)
+
+    worker = commands.add_parser(
+        "worker", help="run trials of queued assessments, no API (PostgreSQL; start as many as you like)"
+    )
+    worker.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    worker.add_argument(
+        "--log-format", choices=["text", "json"], help="default: GREEN_AGENT_LOG_FORMAT or text"
+    )
+    worker.add_argument("--concurrency", type=int, help="trials at once (default: max_concurrent_trials)")
+    _add_database(worker)
 
     run = commands.add_parser(
         "run",
@@ -181,11 +199,20 @@ def _serve(args: argparse.Namespace) -> int:
     from api.app import create_app
 
     settings = _settings(
-        host=args.host, port=args.port, card_url=args.card_url, database_url=args.database_url
+        host=args.host,
+        port=args.port,
+        card_url=args.card_url,
+        database_url=args.database_url,
+        worker_enabled=False if args.no_worker else None,
+        log_format=args.log_format,
     )
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    if not settings.worker_enabled and not settings.database_url.startswith("postgresql"):
+        print(
+            "--no-worker needs PostgreSQL: with SQLite the queue lives in the serving process",
+            file=sys.stderr,
+        )
+        return ExitCode.USAGE
+    _configure_logging(args.log_level, settings)
     config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
@@ -196,9 +223,34 @@ def _serve(args: argparse.Namespace) -> int:
         # Long keep-alive: white agents and runners reuse connections for the whole assessment.
         timeout_keep_alive=75,
         timeout_graceful_shutdown=5,
+        # JSON logs: uvicorn's loggers go through the root handler configured above, not its own.
+        log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
     )
     uvicorn.Server(config).run()
     return ExitCode.OK
+
+
+def _configure_logging(level: str, settings: Settings) -> None:
+    from api.logs import configure_logging
+
+    configure_logging(level, settings.log_format)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from api.worker import run_worker
+
+    settings = _settings(
+        database_url=args.database_url, worker_concurrency=args.concurrency, log_format=args.log_format
+    )
+    if not settings.database_url.startswith("postgresql"):
+        print(
+            "green-agent worker needs PostgreSQL (DATABASE_URL=postgresql+asyncpg://...): "
+            "with SQLite, `green-agent serve` runs the only worker",
+            file=sys.stderr,
+        )
+        return ExitCode.USAGE
+    _configure_logging(args.log_level, settings)
+    return run_worker(settings)
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
@@ -334,6 +386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return _serve(args)
+        if args.command == "worker":
+            return _worker(args)
         if args.command == "run":
             return _run(args)
         if args.command == "demo":

@@ -78,7 +78,7 @@ async def _follow(
 ) -> AssessmentRecord:
     service = runtime.service
     async with service.subscribe(record.id) as subscription:
-        service.start(record)
+        await service.start(record)
         with Progress(
             TextColumn("[bold]assessing"),
             BarColumn(),

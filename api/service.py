@@ -1,14 +1,14 @@
-"""AssessmentService: the one place where assessments are created, run, cancelled and resumed.
+"""AssessmentService: the one place where assessments are created, run, cancelled and finished.
 
 REST routes, the A2A executor and the CLI all go through it, so the two network doors lead to the same
-assessments. Each running assessment is an asyncio task that drives `Engine.run`; every finished trial is
-committed inside the engine's awaited `on_event` callback before the engine moves on, which is what makes
-resume exact: after a crash, the stored trials are handed back to the engine as `completed` and only the
-others run.
+assessments. An assessment is split into one queue job per trial (`api.queue`); whichever worker process
+takes a job runs the trial, commits it (outside its concurrency slot, before the job is acknowledged), and,
+when it was the last one, computes the report and finishes the assessment. Trials are unique on (assessment,
+task, trial), so a job run twice (its worker died after the commit) never counts twice, and finishing is a
+conditional update, so exactly one process finishes an assessment.
 
-Cancellation has two meanings that must not be confused: `cancel()` (a user asked) marks the assessment
-cancelled; `aclose()` (the process is shutting down) stops the tasks but leaves them unfinished, so the next
-start resumes them.
+Cancellation: `cancel()` (a user asked) marks the assessment cancelled and stops its jobs on every worker;
+a worker that shuts down puts its running jobs back in the queue, for another worker or the next start.
 """
 
 from __future__ import annotations
@@ -17,25 +17,34 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
-from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
+from procrastinate import JobContext
+from procrastinate.exceptions import JobAborted
+from procrastinate.job_context import AbortReason
+from sqlalchemy.exc import StatementError
 
 from api.db.repository import (
     CANCELLED,
     COMPLETED,
     FAILED,
     RUNNING,
+    TERMINAL,
     AssessmentRecord,
     AssessmentRepository,
     NewAssessment,
 )
 from api.db.tables import DEFAULT_TENANT
-from api.events import ProgressHub, StatusChanged, Subscription, TrialDone
+from api.events import EventSink, Lagged, ProgressHub, StatusChanged, Subscription, TrialDone
+from api.logs import trial_context
+from api.metrics import TurnClock, agent_host
+from api.queue import TrialQueue, is_transient
 from api.quotas import QuotaPolicy
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
+from green_agent.engine import AssessmentRun
 from green_agent.errors import AgentNotReachedError
 from green_agent.metrics import compute_report
 from green_agent.models import (
@@ -43,9 +52,10 @@ from green_agent.models import (
     ProgressEvent,
     RunInfo,
     TranscriptMessage,
-    TrialFinished,
     TrialResult,
+    TurnTaken,
 )
+from green_agent.orchestrator import FirstContactFailed
 from green_agent.slots import slot_caps
 from green_agent.white_agent.egress import EgressPolicy
 from retail_domain import TerminationReason
@@ -56,17 +66,23 @@ T = TypeVar("T")
 OnEvent = Callable[[ProgressEvent], Awaitable[None]]
 
 # Waits before retrying a write that failed for a reason that may pass (a lock timeout, a dropped
-# connection, a database restarting). A trial whose storage still fails after these stops its assessment,
-# which then ends `failed` with the error stored: a trial is never silently lost.
+# connection, a database restarting). A trial whose storage still fails after these goes back to the queue
+# (procrastinate retries it, with growing pauses, until the database answers again); a write the database
+# refuses for good fails the assessment, with the error stored: a trial is never silently lost.
 STORE_RETRY_DELAYS_S = (0.5, 2.0, 8.0)
-_TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError, OSError)
+# Assessments kept open (agent card, user simulator, bounds) per process; older ones are opened again.
+OPEN_ASSESSMENTS = 256
+# `wait` re-reads the stored status this often, in case a progress event was lost.
+WAIT_POLL_S = 1.0
 
 
 async def _with_retries(what: str, write: Callable[[], Awaitable[T]]) -> T:
     for delay in STORE_RETRY_DELAYS_S:
         try:
             return await write()
-        except _TRANSIENT_DB_ERRORS as exc:
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
             logger.warning("%s failed (%s: %s); retrying in %.1f s", what, type(exc).__name__, exc, delay)
             await asyncio.sleep(delay)
     return await write()
@@ -135,16 +151,19 @@ class AssessmentEngine(Protocol):
         """The selected task ids; raises ConfigError saying what to change."""
         ...
 
-    async def run(
+    def trial_keys(self, config: AssessmentConfig) -> list[tuple[str, int]]: ...
+
+    def longest_first(self, keys: Sequence[tuple[str, int]]) -> list[tuple[str, int]]: ...
+
+    async def open_assessment(
         self,
         config: AssessmentConfig,
-        *,
         on_event: OnEvent | None = None,
-        completed: Sequence[TrialResult] = (),
+        *,
         egress: EgressPolicy | None = None,
         tenant: str = "default",
         assessment_id: str | None = None,
-    ) -> AssessmentReport: ...
+    ) -> AssessmentRun: ...
 
     def run_info(self, config: AssessmentConfig) -> RunInfo:
         """Which user simulator and judge an assessment of `config` uses."""
@@ -156,30 +175,49 @@ class AssessmentNotFound(LookupError):
         super().__init__(f"no assessment with id {assessment_id}")
 
 
+@dataclass
+class _Opened:
+    """An assessment opened in this process: its engine run and the clock of its running time."""
+
+    run: AssessmentRun
+    turns: TurnClock
+    trials_total: int
+    base_seconds: float
+    opened_at: float
+
+    def clock(self) -> float:
+        # Running time summed over processes: what earlier ones stored, plus this one's since it opened.
+        return self.base_seconds + time.monotonic() - self.opened_at
+
+
 class AssessmentService:
     def __init__(
         self,
         repository: AssessmentRepository,
         engine: AssessmentEngine,
-        hub: ProgressHub | None = None,
+        queue: TrialQueue,
         *,
+        hub: ProgressHub | None = None,
+        events: EventSink | None = None,
         quotas: QuotaPolicy | None = None,
         egress: EgressPolicy | None = None,
     ) -> None:
         self.repository = repository
+        self.queue = queue
         self.hub = hub or ProgressHub()
+        # Where progress goes: the local hub, or (PostgreSQL) the relay that reaches every process's hub.
+        self.events: EventSink = events or self.hub
         self._engine = engine
         self._quotas = quotas
-        # Admission (quota check, then insert) happens one request at a time, so two requests cannot both
-        # fit under a limit that only one of them fits under. One process owns a database (README).
+        # Admission (quota check, then insert) happens one request at a time in this process, so two requests
+        # cannot both fit under a limit that only one of them fits under. Several API processes on one
+        # database each check on their own: together they may admit a little more (README, Scale-out).
         self._admission = asyncio.Lock()
         self._egress = egress or EgressPolicy()
-        self._running: dict[str, asyncio.Task[None]] = {}
-        self._cancel_requested: set[str] = set()
-        self._stood_in: set[str] = set()
-        """Assessments with a trial stored as `unstorable_stand_in`: their report is rebuilt from storage."""
+        self._opened: OrderedDict[str, asyncio.Task[_Opened]] = OrderedDict()
         # Called with the final record whenever an assessment reaches a terminal status (A2A bookkeeping).
         self.finish_listeners: list[Callable[[AssessmentRecord], Awaitable[None]]] = []
+        queue.register(self._run_trial_job)
 
     # -- creating and starting ----------------------------------------------------------------------------
 
@@ -197,7 +235,7 @@ class AssessmentService:
         start: bool = True,
     ) -> tuple[AssessmentRecord, bool]:
         """Validate and store a new assessment of `tenant` (or return the one this tenant's idempotency key
-        made); start it.
+        made); queue it.
 
         Raises ConfigError when the engine or the tenant's quota refuses the config, QuotaExceeded when the
         tenant or the service has too much unfinished work right now, IdempotencyConflict when the key was
@@ -213,7 +251,11 @@ class AssessmentService:
             agent_url=config.agent_url,
             trials_total=trials_total,
             source=source,
-            warnings=[*notes, *concurrency_warnings(config, self._engine.settings)],
+            warnings=[
+                *notes,
+                *concurrency_warnings(config, self._engine.settings),
+                *await self._worker_warnings(),
+            ],
             tenant=tenant,
             allow_private_agents=allow_private_agents,
             idempotency_key=idempotency_key,
@@ -232,24 +274,59 @@ class AssessmentService:
                 self._quotas.check_load(await self.repository.load(tenant), trials_total, tenant)
             record, created = await self.repository.create(new)
         if created and start:
-            self.start(record)
+            await self.start(record)
         return record, created
 
-    def start(self, record: AssessmentRecord, completed: Sequence[TrialResult] = ()) -> None:
-        """Run a stored, unfinished assessment in the background (no-op if it already runs here)."""
-        if record.id in self._running or record.finished:
-            return
+    async def _worker_warnings(self) -> list[str]:
+        """Say so when no worker is alive: the assessment is queued and waits until one starts."""
+        try:
+            live = await self.queue.live_workers()
+        except Exception:  # the queue cannot say; the assessment is stored and queued all the same
+            return []
+        if live:
+            return []
+        return [
+            "no queue worker is running: the assessment waits until one starts "
+            "(`green-agent worker`, or `green-agent serve` without --no-worker)"
+        ]
+
+    async def start(self, record: AssessmentRecord) -> int:
+        """Queue the first trials of a stored, unfinished assessment (its jobs then queue the rest); return
+        how many were queued. Idempotent: what is stored or queued already is not queued again."""
+        if record.finished:
+            return 0
+        return await self._top_up(record, ending=None)
+
+    async def _top_up(self, record: AssessmentRecord, *, ending: tuple[str, int] | None) -> int:
+        """Queue the assessment's next trials, longest first, until `concurrency` of them are waiting or
+        running (not counting `ending`, the trial of the job that calls this and is about to end); finish
+        the assessment when nothing is left to run. One process at a time per assessment (`exclusive`)."""
         config = _config_of(record)
-        task = asyncio.create_task(self._run(record, config, list(completed)), name=f"assessment-{record.id}")
-        self._running[record.id] = task
-        task.add_done_callback(lambda _: self._running.pop(record.id, None))
+        order = self._engine.longest_first(self._engine.trial_keys(config))
+        async with self.queue.exclusive(record.id) as connection:
+            # Queued first, stored second: a trial that ends in between is then seen in one or the other.
+            queued = await self.queue.queued_trials(record.id, connection)
+            if ending is not None:
+                queued.discard(ending)
+            stored = set(await self.repository.trial_keys(record.id))
+            waiting = [key for key in order if key not in stored and key not in queued]
+            room = config.concurrency - len(queued)
+            if waiting and room > 0:
+                return await self.queue.enqueue(record.id, waiting[:room], connection)
+        if not waiting:
+            # Maybe the last trial was just stored (by this job or by one ending at the same moment).
+            await self._finish_if_done(record.id)
+        return 0
 
     async def resume_unfinished(self) -> list[str]:
-        """Start every assessment a previous process left queued or running; return their ids."""
+        """Top up the queue of every unfinished assessment (`start`): at start-up on SQLite, whose queue lived
+        in the previous process's memory, this is the resume; on PostgreSQL (at start-up and every
+        `worker_stalled_after_s` in each worker) it catches an assessment whose jobs stopped queueing their
+        successors (a process died between storing and queueing, a job failed for good). Running jobs of dead
+        workers are not this method's business: the stalled-job sweep puts them back. Returns the ids of the
+        assessments that got jobs."""
         resumed = []
         for record in await self.repository.list_unfinished():
-            if record.id in self._running:
-                continue
             try:
                 config = _config_of(record)
                 self._engine.validate(config)
@@ -257,58 +334,48 @@ class AssessmentService:
                 # The operator's settings changed since (e.g. a user model was removed): say so, do not loop.
                 await self._finish(record.id, FAILED, error=f"cannot resume with the current settings: {exc}")
                 continue
-            completed = await self.repository.trial_results(record.id)
-            logger.info("resuming assessment %s (%d trials already stored)", record.id, len(completed))
-            self.start(record, completed)
-            resumed.append(record.id)
+            if await self.start(record):
+                logger.info("queued the missing trials of unfinished assessment %s", record.id)
+                resumed.append(record.id)
         return resumed
 
-    # -- running -----------------------------------------------------------------------------------------
+    # -- running one trial (a queue job, on any worker process) ------------------------------------------
 
-    async def _run(
-        self, record: AssessmentRecord, config: AssessmentConfig, completed: list[TrialResult]
-    ) -> None:
+    async def _open(self, record: AssessmentRecord) -> _Opened:
+        """The assessment opened on this process's engine (once; concurrent jobs share the opening)."""
+        opening = self._opened.get(record.id)
+        if opening is None or (opening.done() and opening.exception() is not None):
+            opening = asyncio.create_task(self._open_now(record), name=f"open assessment {record.id}")
+            self._opened[record.id] = opening
+            while len(self._opened) > OPEN_ASSESSMENTS:
+                self._opened.popitem(last=False)
+        self._opened.move_to_end(record.id)
+        return await asyncio.shield(opening)
+
+    async def _open_now(self, record: AssessmentRecord) -> _Opened:
+        config = _config_of(record)
         assessment_id = record.id
-        started = time.monotonic()
+        turns = TurnClock(agent_host(config.agent_url))
 
-        def clock() -> float:
-            # Time spent by earlier processes (up to their last committed trial) counts too.
-            return record.run_seconds + time.monotonic() - started
+        async def on_event(event: ProgressEvent) -> None:
+            if isinstance(event, TurnTaken):
+                turns.message(event.task_id, event.trial, event.message)
+            self.events.publish(assessment_id, event)  # type: ignore[arg-type]
 
-        try:
-            await _with_retries(
-                f"marking assessment {assessment_id} running",
-                lambda: self.repository.mark_running(assessment_id),
-            )
-            self._publish_status(assessment_id, RUNNING, len(completed), record.trials_total)
-            report = await self._engine.run(
-                config,
-                on_event=self._event_handler(assessment_id, record.trials_total, clock),
-                completed=completed,
-                egress=self._egress_for(record),
-                tenant=record.tenant,
-                assessment_id=assessment_id,
-            )
-        except asyncio.CancelledError:
-            if assessment_id in self._cancel_requested:
-                await asyncio.shield(
-                    self._finish_cancelled(assessment_id, config, record.trials_total, clock())
-                )
-            raise
-        except AgentNotReachedError as exc:
-            # Not our failure (the agent is absent or the URL wrong): no traceback; the message says the fix.
-            logger.info("assessment %s failed: %s", assessment_id, exc)
-            await self._finish(assessment_id, FAILED, error=str(exc))
-        except Exception as exc:
-            logger.exception("assessment %s failed", assessment_id)
-            await self._finish(assessment_id, FAILED, error=f"{type(exc).__name__}: {exc}")
-        else:
-            if assessment_id in self._stood_in:  # the engine's report counts what the database refused
-                self._stood_in.discard(assessment_id)
-                stored = await self.repository.trial_results(assessment_id)
-                report = compute_report(config, stored, report.time_used_s, run_info=report.run_info)
-            report = report.model_copy(update={"time_used_s": record.run_seconds + report.time_used_s})
-            await self._finish(assessment_id, COMPLETED, report=report)
+        await _with_retries(
+            f"marking assessment {assessment_id} running", lambda: self.repository.mark_running(assessment_id)
+        )
+        self._publish_status(assessment_id, RUNNING, record.trials_done, record.trials_total)
+        run = await self._engine.open_assessment(
+            config,
+            on_event,
+            egress=self._egress_for(record),
+            tenant=record.tenant,
+            assessment_id=assessment_id,
+        )
+        if record.trials_done:  # stored trials: the agent was reached, by this process or another
+            run.mark_reached()
+        return _Opened(run, turns, record.trials_total, record.run_seconds, time.monotonic())
 
     def _egress_for(self, record: AssessmentRecord) -> EgressPolicy:
         """The policy an assessment runs under: the operator's rules, with private networks reachable as the
@@ -318,63 +385,121 @@ class AssessmentService:
     def _egress_policy(self, allow_private_agents: bool) -> EgressPolicy:
         return replace(self._egress, allow_private=allow_private_agents)
 
-    def _event_handler(self, assessment_id: str, trials_total: int, clock: Callable[[], float]) -> OnEvent:
-        async def on_event(event: ProgressEvent) -> None:
-            if isinstance(event, TrialFinished):
-                result, done = await self._store_trial(assessment_id, event.result, clock)
-                if done is None:  # already stored (cannot happen with `completed` honoured): not news
-                    return
-                self.hub.publish(
-                    assessment_id,
-                    TrialDone(
-                        task_id=result.task_id,
-                        trial=result.trial,
-                        termination_reason=str(result.termination_reason),
-                        reward=result.reward,
-                        is_successful=result.is_successful,
-                        trials_done=done,
-                        trials_total=trials_total,
-                    ),
-                )
-            else:
-                self.hub.publish(assessment_id, event)
+    async def _run_trial_job(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
+        with trial_context(assessment_id, task_id, trial):
+            await self._run_trial(context, assessment_id, task_id, trial)
 
-        return on_event
+    async def _run_trial(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
+        record = await self.repository.get(assessment_id)
+        if record is None or record.finished:
+            return
+        if await self.repository.trial_stored(assessment_id, task_id, trial):
+            # Stored by an earlier run of this job whose worker died before acknowledging it (and maybe before
+            # queueing the next trials).
+            await self._top_up(record, ending=(task_id, trial))
+            return
+        try:
+            opened = await self._open(record)
+            try:
+                result = await opened.run.run_trial(task_id, trial)
+            except FirstContactFailed as failure:
+                raise await opened.run.not_reached(failure) from failure.__cause__
+        except AgentNotReachedError as exc:
+            # Not our failure (the agent is absent or the URL wrong): no traceback; the message says the fix.
+            logger.info("assessment %s failed: %s", assessment_id, exc)
+            await self._fail(assessment_id, str(exc))
+            return
+        except asyncio.CancelledError:
+            if context.abort_reason() == AbortReason.USER_REQUEST:
+                # Cancelled on request (the assessment is marked already): the job ends aborted, not retried.
+                raise JobAborted(f"assessment {assessment_id} was cancelled") from None
+            raise  # the worker is shutting down: the job goes back to the queue
+        except Exception as exc:  # a bug of ours: the assessment ends visibly rather than hanging
+            logger.exception("trial %s/%s of assessment %s crashed", task_id, trial, assessment_id)
+            await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
+            return
+        if await self._store(assessment_id, result, opened):
+            current = await self.repository.get(assessment_id)
+            if current is not None and not current.finished:
+                await self._top_up(current, ending=(task_id, trial))
 
-    async def _store_trial(
-        self, assessment_id: str, result: TrialResult, clock: Callable[[], float]
-    ) -> tuple[TrialResult, int | None]:
-        """Store a trial; if the database refuses its content (not a passing failure), store a stand-in."""
+    async def _store(self, assessment_id: str, result: TrialResult, opened: _Opened) -> bool:
+        """Commit a finished trial (the job is acknowledged only after this returns) and report it. A trial
+        whose content the database refuses (a bug of ours) is stored as an `internal_error` stand-in; False
+        when even that was refused (the assessment then failed). Passing failures propagate: the job is
+        retried later, from the start."""
         what = f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}"
         try:
-            done = await _with_retries(
-                what, lambda: self.repository.save_trial(assessment_id, result, run_seconds=clock())
-            )
-            return result, done
-        except (StatementError, ValueError) as exc:
-            if isinstance(exc, _TRANSIENT_DB_ERRORS):
+            try:
+                # Shielded: a job stopped meanwhile (a cancel) must not cut the write short.
+                done = await asyncio.shield(
+                    _with_retries(
+                        what,
+                        lambda: self.repository.save_trial(assessment_id, result, run_seconds=opened.clock()),
+                    )
+                )
+            except (StatementError, ValueError) as exc:
+                if is_transient(exc):
+                    raise
+                logger.exception("%s: the database refused it; storing an internal_error stand-in", what)
+                result = unstorable_stand_in(result, exc)
+                stand_in = result
+                done = await _with_retries(
+                    what,
+                    lambda: self.repository.save_trial(assessment_id, stand_in, run_seconds=opened.clock()),
+                )
+        except Exception as exc:
+            if is_transient(exc):
                 raise
-            logger.exception("%s: the database refused it; storing an internal_error stand-in", what)
-            stand_in = unstorable_stand_in(result, exc)
-            done = await _with_retries(
-                what, lambda: self.repository.save_trial(assessment_id, stand_in, run_seconds=clock())
+            logger.exception("%s: the database refused it for good", what)
+            await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
+            return False
+        if done is not None:
+            opened.turns.trial_done(result)
+            self.events.publish(
+                assessment_id,
+                TrialDone(
+                    task_id=result.task_id,
+                    trial=result.trial,
+                    termination_reason=str(result.termination_reason),
+                    reward=result.reward,
+                    is_successful=result.is_successful,
+                    trials_done=done,
+                    trials_total=opened.trials_total,
+                ),
             )
-            self._stood_in.add(assessment_id)
-            return stand_in, done
+        return True
 
-    async def _finish_cancelled(
-        self, assessment_id: str, config: AssessmentConfig, trials_total: int, elapsed: float
-    ) -> None:
-        # A cancelled assessment keeps a report over the trials that did finish, so the work is not lost; it
-        # is partial, with the trials that never ran counted as `not_run`.
-        trials = await self.repository.trial_results(assessment_id)
-        run_info = self._engine.run_info(config)
-        report = (
-            compute_report(config, trials, elapsed, trials_planned=trials_total, run_info=run_info)
-            if trials
-            else None
+    async def _finish_if_done(self, assessment_id: str) -> None:
+        """Compute the report and finish the assessment if every trial is stored (whoever gets here first;
+        the conditional update lets exactly one process finish it)."""
+        record = await self.repository.get(assessment_id)
+        if record is None or record.finished or record.trials_done < record.trials_total:
+            return
+        await self._finish(assessment_id, COMPLETED, report=await self._report(record))
+
+    async def _report(self, record: AssessmentRecord) -> AssessmentReport:
+        """The report over the stored trials, in report order; trials never run (a cancelled assessment)
+        count as `not_run`."""
+        config = _config_of(record)
+        trials = await self.repository.trial_results(record.id)
+        order = {key: i for i, key in enumerate(self._engine.trial_keys(config))}
+        trials.sort(key=lambda t: order.get((t.task_id, t.trial), len(order)))
+        return compute_report(
+            config,
+            trials,
+            record.run_seconds,
+            trials_planned=record.trials_total,
+            run_info=self._engine.run_info(config),
         )
-        await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")
+
+    async def _fail(self, assessment_id: str, error: str) -> None:
+        await self._finish(assessment_id, FAILED, error=error)
+        try:
+            # Waiting jobs only: running ones may be failing it too, mid-write; they end on their own.
+            await self.queue.cancel(assessment_id, running=False)
+        except Exception as exc:  # its jobs then find it failed when they start, and stop
+            logger.warning("could not cancel the jobs of failed assessment %s: %s", assessment_id, exc)
 
     async def _finish(
         self,
@@ -383,38 +508,38 @@ class AssessmentService:
         *,
         report: AssessmentReport | None = None,
         error: str | None = None,
-    ) -> None:
+    ) -> AssessmentRecord | None:
+        """Move the assessment to a terminal status; returns the record when this call did it."""
         try:
             record = await _with_retries(
                 f"marking assessment {assessment_id} {status}",
                 lambda: self.repository.finish(assessment_id, status, report=report, error=error),
             )
         except Exception:
-            # The database is gone for good: the assessment stays unfinished in storage, with every trial
-            # stored so far, and the next start resumes it. Say so loudly rather than dropping it.
-            logger.exception(
-                "could not mark assessment %s %s (error: %s); "
-                "it stays unfinished and is resumed at the next start",
-                assessment_id,
-                status,
-                error,
-            )
-            return
+            # The database is gone for now: the assessment stays unfinished in storage with every trial stored
+            # so far; the next job of it (or the next start) finishes it. Say so loudly.
+            logger.exception("could not mark assessment %s %s (error: %s)", assessment_id, status, error)
+            raise
         if record is None:
-            return
+            return None
+        self._opened.pop(assessment_id, None)
+        # Shielded: this job may be stopped meanwhile (failing an assessment stops its other jobs, some of
+        # which may be here too), and the listeners' bookkeeping (the A2A task's final state) must complete.
+        await asyncio.shield(self._announce(record))
+        return record
+
+    async def _announce(self, record: AssessmentRecord) -> None:
         for listener in self.finish_listeners:
             try:
                 await listener(record)
             except Exception:
-                logger.exception("finish listener failed for assessment %s", assessment_id)
-        self._publish_status(
-            assessment_id, record.status, record.trials_done, record.trials_total, record.error
-        )
+                logger.exception("finish listener failed for assessment %s", record.id)
+        self._publish_status(record.id, record.status, record.trials_done, record.trials_total, record.error)
 
     def _publish_status(
         self, assessment_id: str, status: str, done: int, total: int, error: str | None = None
     ) -> None:
-        self.hub.publish(
+        self.events.publish(
             assessment_id,
             StatusChanged(
                 assessment_id=assessment_id, status=status, trials_done=done, trials_total=total, error=error
@@ -431,43 +556,33 @@ class AssessmentService:
             raise AssessmentNotFound(assessment_id)
         return record
 
-    def is_running(self, assessment_id: str) -> bool:
-        return assessment_id in self._running
-
     async def wait(self, assessment_id: str) -> AssessmentRecord:
-        """Wait until the assessment's background run ends here, then return its stored state."""
-        task = self._running.get(assessment_id)
-        if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(task)
-        return await self.get(assessment_id)
+        """Wait until the assessment is finished (by any process) and return its stored state."""
+        async with self.subscribe(assessment_id) as subscription:
+            while True:
+                record = await self.get(assessment_id)
+                if record.finished:
+                    return record
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WAIT_POLL_S):
+                        await _until_terminal(subscription)
 
     async def cancel(self, assessment_id: str) -> AssessmentRecord:
-        """Stop an unfinished assessment and mark it cancelled; a finished one is returned unchanged."""
+        """Stop an unfinished assessment and mark it cancelled; a finished one is returned unchanged.
+        The report covers the trials that did finish, so that work is not lost."""
         record = await self.get(assessment_id)
         if record.finished:
             return record
-        task = self._running.get(assessment_id)
-        self._cancel_requested.add(assessment_id)
-        try:
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            else:
-                await self._finish(assessment_id, CANCELLED, error="cancelled on request")
-        finally:
-            self._cancel_requested.discard(assessment_id)
+        report = await self._report(record) if record.trials_done else None
+        await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")
+        await self.queue.cancel(assessment_id)
         return await self.get(assessment_id)
 
     def subscribe(self, assessment_id: str) -> contextlib.AbstractAsyncContextManager[Subscription]:
         return self.hub.subscribe(assessment_id)
 
-    async def aclose(self) -> None:
-        """Stop every running assessment without marking it: the next start resumes them."""
-        tasks = list(self._running.values())
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+
+async def _until_terminal(subscription: Subscription) -> None:
+    async for event in subscription:
+        if isinstance(event, Lagged) or (isinstance(event, StatusChanged) and event.status in TERMINAL):
+            return

@@ -21,6 +21,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, fiel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
+from api.logs import LogFormat
+from api.queue import QueueSettings
 from api.quotas import QuotaPolicy, TenantQuota
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
 from green_agent.limits import AgentLimits
@@ -188,6 +190,68 @@ class Settings(BaseSettings):
     port: int = Field(default=9009, ge=0, le=65535)
     resume_on_start: bool = Field(default=True, description="Continue unfinished assessments at start-up.")
 
+    # -- scale-out: queue workers, heartbeats, database outages (issue 10) --------------------------------
+    worker_enabled: bool = Field(
+        default=True,
+        description="`serve` runs a queue worker besides the API (`serve --no-worker`: API only).",
+    )
+    worker_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="Trial jobs a worker runs at once; None = max_concurrent_trials.",
+    )
+    worker_heartbeat_s: float = Field(
+        default=5.0, gt=0, le=300, description="How often a worker records that it is alive."
+    )
+    worker_stalled_after_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="A worker silent this long is taken for dead: its running trials are queued again.",
+    )
+    # Short: procrastinate clears its wake-up flag after a fetch that found nothing, so a job queued during
+    # that fetch waits for the next poll (measured: 4 workers took 53 s at 2 s polling, 31 s at 0.2 s).
+    worker_poll_interval_s: float = Field(
+        default=0.5,
+        gt=0,
+        le=60,
+        description="Workers look for jobs (and for cancelled ones) at least this often.",
+    )
+    worker_shutdown_grace_s: float = Field(
+        default=5.0,
+        ge=0,
+        le=3600,
+        description="On shutdown, running trials get this long before going back to the queue.",
+    )
+    longest_first: bool = Field(
+        default=_engine_default("longest_first"),
+        description="Trials start longest first (by gold action count); false = tasks.json order.",
+    )
+    db_connect_timeout_s: float = Field(
+        default=5.0, gt=0, le=120, description="Connecting to the database gives up after this long."
+    )
+    log_format: LogFormat = Field(
+        default="text", description="`json`: one JSON object per log line, with assessment/task/trial ids."
+    )
+    db_pool_size: int = Field(
+        default=10,
+        ge=1,
+        le=1000,
+        description="PostgreSQL connections each process keeps for the service's tables.",
+    )
+    db_max_overflow: int = Field(
+        default=20, ge=0, le=1000, description="Extra connections a process may open at busy moments."
+    )
+    queue_pool_size: int = Field(
+        default=5, ge=2, le=1000, description="PostgreSQL connections each process keeps for the job queue."
+    )
+    readyz_timeout_s: float = Field(
+        default=1.5,
+        gt=0,
+        le=30,
+        description="/readyz answers 503 when the database does not answer within this.",
+    )
     # -- egress, fairness and agent headers (issue 9b) ---------------------------------------------------
     egress_allow: list[str] = Field(
         default_factory=list,
@@ -308,6 +372,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"default_user_model {self.default_user_model!r} is not configured; use one of: {known}"
             )
+        if self.worker_stalled_after_s < 2 * self.worker_heartbeat_s:
+            raise ValueError(
+                "worker_stalled_after_s must be at least twice worker_heartbeat_s, or live workers would be "
+                "taken for dead between two heartbeats"
+            )
         if self.max_concurrent_per_agent > self.max_concurrent_trials:
             raise ValueError(
                 "max_concurrent_per_agent cannot exceed max_concurrent_trials; "
@@ -337,6 +406,17 @@ class Settings(BaseSettings):
             base_url=spec.base_url or self.openai_base_url,
             api_key=key.get_secret_value() if key else None,
             extra_args=dict(spec.extra_args),
+        )
+
+    def queue_settings(self) -> QueueSettings:
+        return QueueSettings(
+            worker_concurrency=self.worker_concurrency or self.max_concurrent_trials,
+            heartbeat_interval_s=self.worker_heartbeat_s,
+            stalled_after_s=self.worker_stalled_after_s,
+            poll_interval_s=self.worker_poll_interval_s,
+            shutdown_grace_s=self.worker_shutdown_grace_s,
+            connect_timeout_s=self.db_connect_timeout_s,
+            pool_size=self.queue_pool_size,
         )
 
     def egress_policy(self, *, allow_private: bool | None = None) -> EgressPolicy:
@@ -383,6 +463,7 @@ class Settings(BaseSettings):
             user_guidelines_file=self.user_guidelines_file,
             judge_rubric_file=self.judge_rubric_file,
             normalize_ids=self.normalize_ids,
+            longest_first=self.longest_first,
             limits=AgentLimits(**{name: getattr(self, name) for name in AgentLimits.model_fields}),
             trial_retries=self.trial_retries,
             trial_retry_backoff_s=self.trial_retry_backoff_s,

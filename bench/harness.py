@@ -26,7 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
-from api.runtime import freeze_startup_objects
+from api.queue import QueueSettings
+from api.runtime import freeze_startup_objects, open_service
 from api.service import AssessmentService
 from bench.procstats import (
     machine_busy_seconds,
@@ -88,12 +89,12 @@ async def green_agent_service(
     try:
         await upgrade(database)
         repository = AssessmentRepository(database)
-        async with Engine(settings, data) as engine:
-            service = AssessmentService(repository, engine)
-            try:
-                yield GreenAgent(database, repository, engine, service)
-            finally:
-                await service.aclose()
+        queue_settings = QueueSettings(worker_concurrency=settings.max_concurrent_trials)
+        async with (
+            Engine(settings, data) as engine,
+            open_service(database_url, queue_settings, repository, engine, worker=True) as service,
+        ):
+            yield GreenAgent(database, repository, engine, service)
     finally:
         await database.dispose()
 

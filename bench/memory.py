@@ -138,7 +138,7 @@ async def run_point(
             # Subscribe before starting, so no trial's first customer message is missed.
             subscriptions = [await stack.enter_async_context(service.subscribe(r.id)) for r in records]
             for record in records:
-                service.start(record)
+                await service.start(record)
             before_send = "tool" if white_kind == "idle_after_call" else "user"
             to_live = await _until_waiting(subscriptions, n, before_send)
             await asyncio.sleep(SETTLE_S)  # let the last messages reach the wire

@@ -111,6 +111,10 @@ class EngineSettings(BaseModel):
     normalize_ids: bool = Field(
         default=False, description="Tolerant id lookup in the tools (off = upstream parity)."
     )
+    longest_first: bool = Field(
+        default=True,
+        description="Start trials longest first (by the task's gold action count); off = report order.",
+    )
     # -- scoring integrity: bounds on the white agent, and retries of trials our side failed --------------
     limits: AgentLimits = Field(
         default_factory=AgentLimits, description="Bounds on everything a white agent sends (limits.py)."

@@ -10,10 +10,15 @@ Egress: each assessment runs under an `EgressPolicy` (default: everything the po
 included, for local use); connections are pooled per policy, so one made under a looser policy is never reused
 under a stricter one.
 
-`run()` is cancellable: cancelling it cancels its in-flight trials (their conversations close) and the
-cancellation propagates. Trials passed as `completed` are not run again (resume). A white agent that cannot
-be reached at the start (its card, or every message until it first answers) raises `AgentNotReachedError`:
-an assessment of an agent that was never there is no assessment, not a score of 0.
+Trials start longest first (`longest_first`): the task's gold action count stands for its length, and
+starting the long ones early keeps them from stretching the tail of the run.
+
+`run()` runs a whole assessment in this process and is cancellable: cancelling it cancels its in-flight
+trials (their conversations close) and the cancellation propagates. Trials passed as `completed` are not run
+again (resume). A white agent that cannot be reached at the start (its card, or every message until it first
+answers) raises `AgentNotReachedError`: an assessment of an agent that was never there is no assessment, not a
+score of 0. The service instead opens an assessment (`open_assessment`) and runs its trials one by one
+as queue jobs, on whichever worker process takes them (`AssessmentRun.run_trial`).
 """
 
 from __future__ import annotations
@@ -171,6 +176,58 @@ class Engine:
 
     # -- running -------------------------------------------------------------------------------------------
 
+    def trial_keys(self, config: AssessmentConfig) -> list[tuple[str, int]]:
+        """Every (task id, trial) of the assessment in report order: trial-major, tasks in tasks.json order,
+        as upstream."""
+        task_ids = self.validate(config)
+        return [(t, k) for k in range(config.trials) for t in task_ids]
+
+    def longest_first(self, keys: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """`keys` in the order trials should start: longest expected conversation first (the task's gold
+        action count stands for its length), so that the slowest trials do not start last and stretch the
+        tail of the run. Ties keep report order. With the `longest_first` setting off: report order."""
+        if not self.settings.longest_first:
+            return list(keys)
+        position = {key: i for i, key in enumerate(keys)}
+        return sorted(keys, key=lambda key: (-len(self.data.tasks[key[0]].gold_actions), position[key]))
+
+    async def open_assessment(
+        self,
+        config: AssessmentConfig,
+        on_event: EventHandler | None = None,
+        *,
+        egress: EgressPolicy | None = None,
+        tenant: str = "default",
+        assessment_id: str | None = None,
+    ) -> AssessmentRun:
+        """Everything the trials of one assessment share: the agent resolved and its card fetched once, the
+        user simulator, the assessment's and the agent's bounds. Trials then run one by one through
+        `AssessmentRun.run_trial` (the service's queue jobs) or all together through `run`.
+
+        `egress` bounds where the agent and its card may lead (default: `EgressPolicy()`); `tenant` and
+        `assessment_id` are whose slots the trials take (fair sharing). Raises `AgentEgressError` when the
+        agent URL or its card leads where the policy refuses, `AgentNotReachedError` when its card cannot be
+        read: such an assessment could not run at all."""
+        self.validate(config)
+        emit = on_event or _ignore
+        agent = await resolve_agent(config.agent_url, self._resolver)
+        pool = self._pool_for((egress or EgressPolicy()).for_agent(agent))
+        headers = config.agent_header_values()
+        await self._check_card(pool, config.agent_url, headers)
+        agent_bound = self._per_agent.setdefault(
+            agent.key, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
+        )
+        owner = assessment_id or f"run-{id(config)}"
+        return AssessmentRun(
+            engine=self,
+            config=config,
+            deps=self._deps(config, emit, pool, headers),
+            seeds=trial_seeds(config.seed, config.trials),
+            bounds=(asyncio.Semaphore(config.concurrency), agent_bound),
+            slot=lambda: self.slots.slot(tenant, owner),
+            pool=pool,
+        )
+
     async def run(
         self,
         config: AssessmentConfig,
@@ -181,63 +238,38 @@ class Engine:
         tenant: str = "default",
         assessment_id: str | None = None,
     ) -> AssessmentReport:
-        """Run every trial not already in `completed`; return the report over all of them.
-
-        `egress` bounds where the agent and its card may lead (default: `EgressPolicy()`); `tenant` and
-        `assessment_id` are whose slots the trials take (fair sharing). Raises `AgentEgressError` when the
-        agent URL or its card leads where the policy refuses: such an assessment could not run at all."""
-        task_ids = self.validate(config)
+        """Run every trial not already in `completed`; return the report over all of them (see
+        `open_assessment` for `egress`, `tenant` and `assessment_id`)."""
         clock = time.monotonic()
-        seeds = trial_seeds(config.seed, config.trials)
-        # Trial-major, tasks in tasks.json order, as upstream; also the order of the report's trials.
-        keys = [(t, k) for k in range(config.trials) for t in task_ids]
+        keys = self.trial_keys(config)
         position = {key: i for i, key in enumerate(keys)}
         done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in position}
         emit = on_event or _ignore
-        agent = await resolve_agent(config.agent_url, self._resolver)
-        pool = self._pool_for((egress or EgressPolicy()).for_agent(agent))
-        headers = config.agent_header_values()
-        pending = [key for key in keys if key not in done]
-        if pending:
-            await self._check_card(pool, config.agent_url, headers)
-        deps = self._deps(config, emit, pool, headers)
-        assessment_bound = asyncio.Semaphore(config.concurrency)
-        agent_bound = self._per_agent.setdefault(
-            agent.key, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
-        )
-        owner = assessment_id or f"run-{id(keys)}"
+        pending = [key for key in self.longest_first(keys) if key not in done]
         results: list[TrialResult] = []
+        if not pending:
+            return compute_report(config, list(done.values()), 0.0, run_info=self.run_info(config))
+        assessment = await self.open_assessment(
+            config, emit, egress=egress, tenant=tenant, assessment_id=assessment_id
+        )
 
-        async def one(spec: TrialSpec) -> None:
-            async with assessment_bound, agent_bound, self.slots.slot(tenant, owner):
-                await emit(TrialStarted(task_id=spec.task.id, trial=spec.trial))
-                result = await self._run_with_retries(spec, deps)
-                await emit(TrialFinished(result=result))
-                results.append(result)
+        async def one(task_id: str, trial: int) -> None:
+            result = await assessment.run_trial(task_id, trial)
+            results.append(result)
+            # Reported once the trial's slots are free: storing it (the service's handler) does not hold up
+            # the next trial.
+            await emit(TrialFinished(result=result))
 
         try:
             async with asyncio.TaskGroup() as group:
                 for task_id, trial in pending:
-                    spec = TrialSpec(
-                        task=self.data.tasks[task_id],
-                        trial=trial,
-                        seed=seeds[trial],
-                        max_steps=config.max_steps,
-                        max_errors=config.max_errors,
-                    )
-                    group.create_task(one(spec))
+                    group.create_task(one(task_id, trial))
         except BaseExceptionGroup as group_error:
             # A failing event handler (e.g. the service's database) or an agent never reached stops the
             # assessment, the other trials being cancelled: surface the reason plainly.
             first = group_error.exceptions[0]
             if isinstance(first, FirstContactFailed):
-                card = await pool.card(config.agent_url, headers)  # cached by `_check_card`
-                advertised = ", ".join(i.url for i in card.supported_interfaces) or "no address"
-                problem = (
-                    "its agent card was read, but no message could be delivered to the address it advertises "
-                    f"({advertised}): {first.__cause__}"
-                )
-                raise AgentNotReachedError(config.agent_url, problem) from first.__cause__
+                raise await assessment.not_reached(first) from first.__cause__
             raise first from group_error
 
         every = sorted([*done.values(), *results], key=lambda r: position[(r.task_id, r.trial)])
@@ -271,7 +303,7 @@ class Engine:
     def user_guidelines_sha256(self) -> str:
         return _sha256(self._guidelines)
 
-    async def _run_with_retries(self, spec: TrialSpec, deps: TrialDeps) -> TrialResult:
+    async def run_with_retries(self, spec: TrialSpec, deps: TrialDeps) -> TrialResult:
         """Run a trial; run it again (bounded, with backoff) while it ends in infrastructure_error, which only
         our own dependencies cause. What remains after the last retry is excluded from the metrics."""
         delay = self.settings.trial_retry_backoff_s
@@ -333,6 +365,64 @@ class Engine:
                 self.settings.agent_usage_max_cost_per_reply,
             ),
         )
+
+
+class AssessmentRun:
+    """One assessment opened on the engine (`Engine.open_assessment`): runs its trials one at a time, each
+    within the assessment's and the white agent's bounds, then a fair slot of the process, in that order."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        config: AssessmentConfig,
+        deps: TrialDeps,
+        seeds: list[int],
+        bounds: tuple[asyncio.Semaphore, ...],
+        slot: Callable[[], contextlib.AbstractAsyncContextManager[Any]],
+        pool: WhiteAgentPool,
+    ) -> None:
+        self.config = config
+        self._pool = pool
+        self._engine = engine
+        self._deps = deps
+        self._seeds = seeds
+        self._bounds = bounds
+        self._slot = slot
+
+    async def run_trial(self, task_id: str, trial: int) -> TrialResult:
+        """Run and score one trial; its `TrialFinished` is the caller's to report (after the slots are
+        released, so that storing it never holds one)."""
+        spec = TrialSpec(
+            task=self._engine.data.tasks[task_id],
+            trial=trial,
+            seed=self._seeds[trial],
+            max_steps=self.config.max_steps,
+            max_errors=self.config.max_errors,
+        )
+        async with contextlib.AsyncExitStack() as held:
+            for bound in self._bounds:
+                await held.enter_async_context(bound)
+            await held.enter_async_context(self._slot())
+            await self._deps.emit(TrialStarted(task_id=task_id, trial=trial))
+            return await self._engine.run_with_retries(spec, self._deps)
+
+    def mark_reached(self) -> None:
+        """The agent answered before (e.g. in another process): a later failure to reach it is a trial's
+        `agent_error`, not an agent that was never there."""
+        self._deps.contact.reached = True
+
+    async def not_reached(self, failure: FirstContactFailed) -> AgentNotReachedError:
+        """The error that fails an assessment whose agent could not be reached: its card was read (at
+        opening), but no message could be delivered to the address it advertises."""
+        agent_url, headers = self.config.agent_url, self.config.agent_header_values()
+        card = await self._pool.card(agent_url, headers)  # cached at opening
+        advertised = ", ".join(i.url for i in card.supported_interfaces) or "no address"
+        problem = (
+            "its agent card was read, but no message could be delivered to the address it advertises "
+            f"({advertised}): {failure.__cause__}"
+        )
+        return AgentNotReachedError(agent_url, problem)
 
 
 def _sha256(text: str) -> str:

@@ -16,6 +16,8 @@ import json
 import logging
 import os
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +79,26 @@ class RetryPolicy:
         return float(min(self.max_backoff_s, self.backoff_s * (2**attempt)))
 
 
+@dataclass(frozen=True)
+class LLMCall:
+    """One request to an LLM endpoint, as the service's metrics count it."""
+
+    model: str
+    seconds: float
+    outcome: str  # "ok", "error" or "empty"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+# Called after every LLM request (the API's metrics register here); the engine itself keeps no counters.
+observers: list[Callable[[LLMCall], None]] = []
+
+
+def _observe(call: LLMCall) -> None:
+    for observer in observers:
+        observer(call)
+
+
 @dataclass
 class ChatLLM:
     """Chat completions against one endpoint, with retries; create once, share, `aclose()` at the end."""
@@ -124,7 +146,7 @@ class ChatLLM:
             if attempt:
                 await asyncio.sleep(self.retry.delay(attempt - 1))
             try:
-                completion = await self._client.chat.completions.create(**kwargs)
+                completion = await self._create(kwargs)
             except openai.APIStatusError as exc:
                 last_problem = f"HTTP {exc.status_code}: {_short(exc.message)}"
                 if _context_too_long(exc):
@@ -145,6 +167,25 @@ class ChatLLM:
                 continue
             return dataclasses.replace(reply, usage=usage)
         raise LLMError(self._failed(last_problem))
+
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
+        began = time.monotonic()
+        try:
+            completion = await self._client.chat.completions.create(**kwargs)
+        except openai.OpenAIError:
+            _observe(LLMCall(self.endpoint.model, time.monotonic() - began, "error"))
+            raise
+        usage = getattr(completion, "usage", None)
+        _observe(
+            LLMCall(
+                self.endpoint.model,
+                time.monotonic() - began,
+                "ok" if getattr(completion, "choices", None) else "empty",
+                getattr(usage, "prompt_tokens", 0) or 0,
+                getattr(usage, "completion_tokens", 0) or 0,
+            )
+        )
+        return completion
 
     def _failed(self, problem: str) -> str:
         where = self.endpoint.base_url or "the OpenAI default URL"

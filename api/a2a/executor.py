@@ -7,6 +7,8 @@ cannot be run are rejected (a task state, with a message saying what to send), n
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 from typing import TYPE_CHECKING
@@ -30,6 +32,16 @@ if TYPE_CHECKING:
     from api.runtime import Runtime
 
 logger = logging.getLogger(__name__)
+
+# After the assessment is over, how long the progress relay may take to pass on the last trial updates.
+RELAY_GRACE_S = 1.0
+
+_FINAL_STATES = (
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_REJECTED,
+)
 
 
 def request_text(context: RequestContext) -> str:
@@ -127,12 +139,22 @@ class AssessmentExecutor(AgentExecutor):
         if record.warnings:
             intro += " " + " ".join(record.warnings)
         async with service.subscribe(record.id) as subscription:
-            service.start(record)
+            await service.start(record)
             await updater.start_work(message=updater.new_agent_message([Part(text=intro)]))
             # Subscribed before starting, so no event is missed; an assessment that already ended (a replayed
             # request) has nothing more to stream.
             if not (await service.get(record.id)).finished:
-                await self._relay_progress(subscription, updater)
+                # Progress events may come from other processes, and a lost one must not leave the task
+                # waiting: the stored status decides when it is over (`wait` re-reads it), and the relay
+                # gets a moment to pass on the last events.
+                relay = asyncio.create_task(self._relay_progress(subscription, updater))
+                try:
+                    await service.wait(record.id)
+                    await asyncio.wait({relay}, timeout=RELAY_GRACE_S)
+                finally:
+                    relay.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await relay
         final = await service.wait(record.id)
         if final.status == COMPLETED and final.report is not None:
             await updater.add_artifact(result_parts(final, final.report), name=RESULT_ARTIFACT)
@@ -174,15 +196,16 @@ class AssessmentExecutor(AgentExecutor):
             self._cancelling.discard(task_id)
 
     async def _on_finished(self, record: AssessmentRecord) -> None:
-        """An A2A-started assessment that finished with nobody attached (it was resumed after a restart):
-        write its final state into the A2A task store so a client polling the task sees the result."""
+        """An A2A-started assessment that finished with nobody attached here (it was resumed after a
+        restart, or its execute() runs on another replica): write its final state into the A2A task store so
+        a client polling the task sees the result, unless it is written already."""
         if record.a2a_task_id is None or record.a2a_task_id in self._attached:
             return
         store: TaskStore = self.runtime.task_store
         call_context = owner_context(record.tenant)
         task = await store.get(record.a2a_task_id, call_context)
-        if task is None:
-            return
+        if task is None or task.status.state in _FINAL_STATES:
+            return  # already written, by the process whose execute() followed it
         status = TaskStatus()
         if record.status == COMPLETED and record.report is not None:
             task.artifacts.append(

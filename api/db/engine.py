@@ -15,6 +15,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 5.0
 """How long a SQLite write waits for the file's write lock before giving up."""
 
 
@@ -33,7 +34,14 @@ def _sqlite_pragmas(busy_timeout_s: float) -> Callable[[Any, Any], None]:
     return on_connect
 
 
-def create_engine(database_url: str, *, sqlite_busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S) -> AsyncEngine:
+def create_engine(
+    database_url: str,
+    *,
+    sqlite_busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    pool_size: int = 10,
+    max_overflow: int = 20,
+) -> AsyncEngine:
     """An engine for `database_url` (already normalized to an async driver by Settings)."""
     if database_url.startswith("sqlite"):
         # The driver's own `timeout` and the PRAGMA are the same SQLite busy timeout; both are set so no
@@ -41,4 +49,12 @@ def create_engine(database_url: str, *, sqlite_busy_timeout_s: float = SQLITE_BU
         engine = create_async_engine(database_url, connect_args={"timeout": sqlite_busy_timeout_s})
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(sqlite_busy_timeout_s))
         return engine
-    return create_async_engine(database_url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    # A connection attempt to an unreachable server gives up after `connect_timeout_s` (asyncpg's default is
+    # 60 s), so storage errors surface, and are retried, while the database is away.
+    return create_async_engine(
+        database_url,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        pool_pre_ping=True,
+        connect_args={"timeout": connect_timeout_s},
+    )

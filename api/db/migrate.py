@@ -7,10 +7,13 @@ and `green-agent db upgrade`.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -31,7 +34,27 @@ def _upgrade(connection: Connection, revision: str) -> None:
     command.upgrade(config, revision)
 
 
+# Any constant shared by every process of the service: replicas starting together take turns migrating.
+SCHEMA_LOCK_KEY = 0x6772_6565_6E00
+
+
+@contextlib.asynccontextmanager
+async def schema_lock(engine: AsyncEngine) -> AsyncIterator[None]:
+    """Held while a process creates or upgrades tables (ours and the A2A SDK's): on PostgreSQL an advisory
+    lock, so replicas that start at the same time do it one after the other and the later ones find nothing
+    to do. SQLite needs none (one process; its write lock serializes the rest)."""
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    async with engine.connect() as connection:
+        await connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        try:
+            yield
+        finally:
+            await connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
+
+
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
     """Apply every migration up to `revision` (idempotent; creates the SQLite file when missing)."""
-    async with engine.begin() as connection:
+    async with schema_lock(engine), engine.begin() as connection:
         await connection.run_sync(_upgrade, revision)

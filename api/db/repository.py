@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Float, Table, bindparam, func, insert, select, text, update
+from sqlalchemy import Float, Table, bindparam, case, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
@@ -297,7 +297,14 @@ _COUNT_TRIAL = (
     .values(trials_done=AssessmentRow.trials_done + 1, updated_at=bindparam("now", type_=UTCDateTime()))
     .returning(AssessmentRow.trials_done)
 )
-_COUNT_TRIAL_AND_TIME = _COUNT_TRIAL.values(run_seconds=bindparam("run_seconds", type_=Float()))
+# Several processes store trials of one assessment, each with its own clock: the running time kept is the
+# largest any of them reported.
+_RUN_SECONDS = bindparam("run_seconds", type_=Float())
+_COUNT_TRIAL_AND_TIME = _COUNT_TRIAL.values(
+    run_seconds=case(
+        (AssessmentRow.run_seconds > _RUN_SECONDS, AssessmentRow.run_seconds), else_=_RUN_SECONDS
+    )
+)
 
 
 class AssessmentRepository:
@@ -458,6 +465,16 @@ class AssessmentRepository:
             ).scalars()
             return [_record(r) for r in rows], total
 
+    async def count_by_status(self) -> dict[str, int]:
+        """How many assessments have each status (every status present, 0 when none)."""
+        async with self._session() as session:
+            rows = await session.execute(
+                select(AssessmentRow.status, func.count()).group_by(AssessmentRow.status)
+            )
+            counts = {status: 0 for status in STATUSES}
+            counts.update({status: int(count) for status, count in rows})
+            return counts
+
     async def list_unfinished(self) -> list[AssessmentRecord]:
         async with self._session() as session:
             rows = (
@@ -508,12 +525,20 @@ class AssessmentRepository:
         except IntegrityError:
             # Only the unique (assessment, task, trial) constraint means "already stored"; any other
             # violation (e.g. an unknown assessment) is a real failure and must not pass as a duplicate.
-            if await self._trial_stored(assessment_id, result.task_id, result.trial):
+            if await self.trial_stored(assessment_id, result.task_id, result.trial):
                 return None
             raise
         return int(done)
 
-    async def _trial_stored(self, assessment_id: str, task_id: str, trial: int) -> bool:
+    async def trial_keys(self, assessment_id: str) -> list[tuple[str, int]]:
+        """(task id, trial) of every stored trial of the assessment."""
+        async with self._engine.connect() as connection:
+            rows = await connection.execute(
+                select(_TRIALS.c.task_id, _TRIALS.c.trial).where(_TRIALS.c.assessment_id == assessment_id)
+            )
+            return [(task_id, trial) for task_id, trial in rows]
+
+    async def trial_stored(self, assessment_id: str, task_id: str, trial: int) -> bool:
         async with self._engine.connect() as connection:
             found = await connection.execute(
                 select(_TRIALS.c.id).where(
@@ -541,12 +566,13 @@ class AssessmentRepository:
         report: AssessmentReport | None = None,
         error: str | None = None,
     ) -> AssessmentRecord | None:
-        """Move an unfinished assessment to a terminal status; a finished one is left as it is."""
+        """Move an unfinished assessment to a terminal status and return it; None when it was not unfinished
+        (another process finished it first, or there is no such assessment)."""
         if status not in TERMINAL:
             raise ValueError(f"{status!r} is not a terminal status")
         now = _now()
         async with self._writing(), self._session() as session, session.begin():
-            await session.execute(
+            moved = await session.execute(
                 update(AssessmentRow)
                 .where(AssessmentRow.id == assessment_id, AssessmentRow.status.in_(UNFINISHED))
                 .values(
@@ -557,7 +583,10 @@ class AssessmentRepository:
                     finished_at=now,
                     updated_at=now,
                 )
+                .returning(AssessmentRow.id)
             )
+            if moved.first() is None:
+                return None
         return await self.get(assessment_id)
 
     async def trial_results(self, assessment_id: str) -> list[TrialResult]:

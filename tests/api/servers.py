@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,16 +69,27 @@ def free_port() -> int:
 
 
 class GreenProcess:
-    """`green-agent serve` as a real subprocess (so it can be SIGKILLed)."""
+    """`green-agent serve` (or, with `command=["worker"]`, a worker) as a real subprocess, so it can be
+    SIGKILLed; `env` adds settings (GREEN_AGENT_...)."""
 
     def __init__(
-        self, database_url: str, port: int, log_path: Path, env: dict[str, str] | None = None
+        self,
+        database_url: str,
+        port: int,
+        log_path: Path,
+        *,
+        command: Sequence[str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.database_url = database_url
         self.env = env or {}
         self.port = port
         self.url = f"http://127.0.0.1:{port}/"
         self.log_path = log_path
+        self.command = (
+            list(command) if command is not None else ["serve", "--host", "127.0.0.1", "--port", str(port)]
+        )
+        self.env = env or {}
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -90,16 +101,7 @@ class GreenProcess:
         }
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [
-                str(GREEN_AGENT_BIN),
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--log-level",
-                "info",
-            ],
+            [str(GREEN_AGENT_BIN), *self.command, "--log-level", "info"],
             cwd=REPO_ROOT,
             env=env,
             stdout=log,

@@ -193,3 +193,13 @@ async def test_replay_delegates_to_the_domain_tool() -> None:
 
 def test_entry_point_is_installed() -> None:
     assert GREEN_AGENT_BIN.exists(), f"green-agent is not installed next to {sys.executable}"
+
+
+async def test_worker_and_api_only_need_postgresql(tmp_path: Path) -> None:
+    """With SQLite the queue lives in the serving process: a separate worker or an API without one would
+    leave every trial waiting forever, so both are refused with a message saying why."""
+    sqlite = f"sqlite+aiosqlite:///{tmp_path / 'x.db'}"
+    code, output = await green_agent("worker", "--database-url", sqlite, timeout_s=60)
+    assert code == 2 and "needs PostgreSQL" in output
+    code, output = await green_agent("serve", "--no-worker", "--database-url", sqlite, timeout_s=60)
+    assert code == 2 and "needs PostgreSQL" in output

@@ -143,9 +143,10 @@ async def test_finish_page_and_unfinished(repo: AssessmentRepository) -> None:
     )
     done = await repo.finish(a.id, COMPLETED, report=report)
     assert done is not None and done.status == COMPLETED and done.report == report
-    # A finished assessment stays finished.
-    again = await repo.finish(a.id, "cancelled")
-    assert again is not None and again.status == COMPLETED
+    # A finished assessment stays finished, and finishing it again says that this call did nothing.
+    assert await repo.finish(a.id, "cancelled") is None
+    still = await repo.get(a.id)
+    assert still is not None and still.status == COMPLETED
     assert [r.id for r in await repo.list_unfinished()] == [b.id]
     page, total = await repo.page(status=COMPLETED)
     assert total == 1 and page[0].id == a.id

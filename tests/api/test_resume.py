@@ -48,7 +48,10 @@ async def start_over_a2a(url: str, agent_url: str) -> str:
 async def test_killed_server_resumes_unfinished_assessment(
     database_url: str, slow_oracle_url: str, tmp_path: Path
 ) -> None:
-    green = GreenProcess(database_url, free_port(), tmp_path / "green.log")
+    # A short heartbeat: on PostgreSQL the killed process's running trials go back to the queue once its
+    # heartbeat is missed for `worker_stalled_after_s`.
+    fast_failover = {"GREEN_AGENT_WORKER_HEARTBEAT_S": "0.5", "GREEN_AGENT_WORKER_STALLED_AFTER_S": "3"}
+    green = GreenProcess(database_url, free_port(), tmp_path / "green.log", env=fast_failover)
     config: dict[str, Any] = {
         "agent_url": slow_oracle_url,
         "tasks": {"num_tasks": 10},

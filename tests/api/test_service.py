@@ -7,14 +7,18 @@ import asyncio
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 from sqlalchemy import text
 
 from api.db.engine import create_engine
 from api.db.repository import COMPLETED, FAILED
+from api.metrics import TurnClock
 from api.runtime import open_runtime
+from api.service import _Opened
 from green_agent.config import AssessmentConfig, TaskSelection
-from green_agent.models import TranscriptMessage, TrialFinished, TrialResult
+from green_agent.engine import AssessmentRun
+from green_agent.models import TranscriptMessage, TrialResult
 from tests.api.servers import green_settings
 
 
@@ -95,7 +99,7 @@ async def test_writes_blocked_for_a_while_are_retried(tmp_path: Path, oracle_url
             other_process = sqlite3.connect(path, isolation_level=None)
             other_process.execute("BEGIN EXCLUSIVE")
             try:
-                runtime.service.start(record)
+                await runtime.service.start(record)
                 await asyncio.sleep(1.0)
             finally:
                 other_process.execute("ROLLBACK")
@@ -129,10 +133,19 @@ async def test_a_trial_the_database_refuses_is_stored_as_an_internal_error_stand
     async with open_runtime(green_settings(database_url)) as runtime:
         config = AssessmentConfig(agent_url="http://127.0.0.1:9/", tasks=TaskSelection(task_ids=["0"]))
         record, _ = await runtime.service.create(config, source="cli", start=False)
-        on_event = runtime.service._event_handler(record.id, 1, lambda: 1.0)
-        await on_event(TrialFinished(result=unstorable))
+        opened = _Opened(
+            run=cast(AssessmentRun, None),
+            turns=TurnClock("test"),
+            trials_total=1,
+            base_seconds=0,
+            opened_at=0,
+        )
+        assert await runtime.service._store(record.id, unstorable, opened)
         (stored,) = await runtime.repository.trial_results(record.id)
+        await runtime.service._finish_if_done(record.id)  # the last trial: the report, from storage
+        final = await runtime.service.get(record.id)
     assert stored.termination_reason == "internal_error" and stored.reward == 0.0
     assert stored.error is not None and "could not be stored" in stored.error
     assert (stored.transcript[0].content or "").startswith("[transcript not stored")
-    assert record.id in runtime.service._stood_in
+    assert final.status == COMPLETED and final.report is not None
+    assert final.report.termination_counts == {"internal_error": 1} and final.report.avg_reward == 0.0

@@ -52,6 +52,8 @@ def test_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"max_json_depth": 1}, "greater than or equal to 2"),
         ({"egress_deny": ["10.0.0.0/8", "not a host!"]}, "neither a network"),
         ({"tenant_slot_share": 0}, "greater than 0"),
+        ({"worker_heartbeat_s": 10, "worker_stalled_after_s": 15}, "at least twice"),
+        ({"readyz_timeout_s": 0}, "greater than 0"),
     ],
 )
 def test_nonsense_is_refused(overrides: dict[str, Any], message: str) -> None:

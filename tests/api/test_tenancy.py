@@ -97,6 +97,10 @@ async def test_keys_and_tenancy_matrix_over_rest_and_a2a(green: tuple[str, Keys]
                 assert response.headers["WWW-Authenticate"].startswith("Bearer")
         wrong_scheme = await anonymous.get("/assessments", headers={"Authorization": f"Basic {keys.a}"})
         assert wrong_scheme.status_code == 401
+        # Metrics label every tenant's agent hosts: admin keys only.
+        assert (await anonymous.get("/metrics")).status_code == 401
+        assert (await a.get("/metrics")).status_code == 403
+        assert (await admin.get("/metrics")).status_code == 200
 
         # Tenant a and tenant b each start one over REST, with the same idempotency key: keys are per tenant.
         made_a = await a.post("/assessments", json=body, headers={"Idempotency-Key": "nightly"})
