@@ -5,6 +5,7 @@ and database migrations.
     green-agent worker [--concurrency N]                        a queue worker only (PostgreSQL)
     green-agent run --agent-url URL [selection and limits]      one assessment in-process, report as JSON
     green-agent demo [--trials N] [--num-tasks N]               built-in oracle agent, scripted user, SQLite
+    green-agent reference-agent KIND [--port P]                 a reference white agent (oracle, llm, ...)
     green-agent replay ...                                      retail_domain.replay (gold replay tooling)
     green-agent export ID --format tau2 -o FILE                 the assessment as a tau2 results file
     green-agent submission ID --model-name M --organization O --email E -o DIR
@@ -29,6 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from api.cli_reference import add_reference_agent_command, run_reference_agent
 from api.exit_codes import DEMO_EXIT_CODES_HELP, EXIT_CODES_HELP, ExitCode
 from api.settings import DEFAULT_DATABASE_URL, Settings
 
@@ -113,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_assessment_options(demo, demo=True)
     demo.add_argument("--database-url", help="default: the embedded SQLite file ./green_agent.db")
 
+    add_reference_agent_command(commands)
     commands.add_parser("replay", help="gold replay tooling (retail_domain.replay)", add_help=False)
     _add_interop_commands(commands)
 
@@ -392,6 +395,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "demo":
             return _demo(args)
+        if args.command == "reference-agent":
+            return run_reference_agent(args)
         if args.command == "db":
             return _db_upgrade(args)
         if args.command == "keys":

@@ -5,17 +5,18 @@ so the assessment is stored in the database like any other."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Collection
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from api.db.repository import COMPLETED, AssessmentRecord
-from api.events import Lagged, StatusChanged, TrialDone
+from api.events import Subscription, TrialDone
 from api.exit_codes import ExitCode, exit_code
 from api.runtime import Runtime, open_runtime
 from api.schemas import AssessmentPublic
@@ -76,6 +77,8 @@ def report_table(record: AssessmentRecord, report: AssessmentReport) -> Table:
 async def _follow(
     runtime: Runtime, record: AssessmentRecord, console: Console, quiet: bool
 ) -> AssessmentRecord:
+    """Show progress until the assessment is finished. The end is read from the database (`wait`), not only
+    from this process's events: another process may be the one that finishes or fails it."""
     service = runtime.service
     async with service.subscribe(record.id) as subscription:
         await service.start(record)
@@ -90,18 +93,23 @@ async def _follow(
             transient=False,
         ) as progress:
             bar = progress.add_task("trials", total=record.trials_total, mean="-")
-            rewards: list[float] = []
-            async for event in subscription:
-                if isinstance(event, TrialDone):
-                    if event.reward is not None:
-                        rewards.append(event.reward)
-                    mean = f"{sum(rewards) / len(rewards):.3f}" if rewards else "-"
-                    progress.update(bar, completed=event.trials_done, mean=mean)
-                elif isinstance(event, Lagged) or (
-                    isinstance(event, StatusChanged) and event.status not in ("queued", "running")
-                ):
-                    break
-    return await service.wait(record.id)
+            showing = asyncio.create_task(_show_progress(subscription, progress, bar))
+            try:
+                return await service.wait(record.id)
+            finally:
+                showing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await showing
+
+
+async def _show_progress(subscription: Subscription, progress: Progress, bar: TaskID) -> None:
+    rewards: list[float] = []
+    async for event in subscription:
+        if isinstance(event, TrialDone):
+            if event.reward is not None:
+                rewards.append(event.reward)
+            mean = f"{sum(rewards) / len(rewards):.3f}" if rewards else "-"
+            progress.update(bar, completed=event.trials_done, mean=mean)
 
 
 def _write_report(record: AssessmentRecord, output: Path | None) -> Path:
@@ -159,7 +167,7 @@ async def run_assessment(
     settings: Settings, config: AssessmentConfig, *, output: Path | None, quiet: bool
 ) -> int:
     console = Console()
-    async with open_runtime(settings) as runtime:
+    async with open_runtime(settings, take_over=False) as runtime:
         return await _assess(runtime, config, output=output, quiet=quiet, console=console)
 
 
@@ -177,7 +185,7 @@ async def run_demo(
     console = Console()
     started = time.monotonic()
     async with (
-        open_runtime(settings) as runtime,
+        open_runtime(settings, take_over=False) as runtime,
         serve_reference_agent("oracle", data=runtime.data, host="127.0.0.1", port=0) as agent_url,
     ):
         console.print(

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.a2a.tenancy import TenantTaskStore
 from api.db.engine import create_engine
 from api.db.migrate import schema_lock, upgrade
-from api.db.repository import AssessmentRepository
+from api.db.repository import AssessmentRepository, RunnerLease
 from api.events import EventRelay, ProgressHub
 from api.metrics import measure_loop_lag
 from api.queue import QueueSettings, TrialQueue
@@ -90,21 +90,40 @@ async def open_service(
     worker: bool,
     egress: EgressPolicy | None = None,
     quotas: QuotaPolicy | None = None,
+    take_over: bool = True,
 ) -> AsyncIterator[AssessmentService]:
     """The service over an open engine: its trial queue, the progress relay (PostgreSQL) and, when `worker`,
-    a queue worker running trials in this process; all stopped on exit (workers first)."""
+    a queue worker running trials in this process; all stopped on exit (workers first). On SQLite a process
+    with a worker claims what it runs (`RunnerLease`, renewed every heartbeat, released on exit) and, when
+    `take_over`, resumes assessments whose runner is gone; `run` and `demo` pass False: they run their own."""
     queue = TrialQueue(database_url, queue_settings)
     await queue.open()
     background: list[asyncio.Task[None]] = []
     try:
         hub = ProgressHub()
         relay = EventRelay(hub, queue.connector) if queue.persistent else None
+        lease = (
+            RunnerLease(worker_name(), queue_settings.stalled_after_s)
+            if worker and not queue.persistent
+            else None
+        )
         service = AssessmentService(
-            repository, engine, queue, hub=hub, events=relay or hub, egress=egress, quotas=quotas
+            repository,
+            engine,
+            queue,
+            hub=hub,
+            events=relay or hub,
+            egress=egress,
+            quotas=quotas,
+            lease=lease,
+            take_over=take_over,
         )
         background.append(asyncio.create_task(measure_loop_lag(), name="event-loop lag"))
         if relay is not None:
             background.append(asyncio.create_task(relay.run(), name="progress relay"))
+        if lease is not None:
+            keeping = service.keep_leases(queue_settings.heartbeat_interval_s)
+            background.append(asyncio.create_task(keeping, name="runner lease"))
         if worker:
             # The worker also checks now and then that every unfinished assessment has work queued (a job
             # that failed for good queues no successor): nothing stays `running` with nobody on it.
@@ -131,10 +150,12 @@ async def open_runtime(
     database: AsyncEngine | None = None,
     task_store: DatabaseTaskStore | None = None,
     worker: bool | None = None,
+    take_over: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Migrate, load and verify the data, open the engine, the queue and the service, and start a worker
     when `worker` (default: the `worker_enabled` setting). Resuming is a separate step, `resume`, so
-    listeners can be attached first."""
+    listeners can be attached first. `take_over` False: on SQLite, leave other processes' unfinished
+    assessments alone even when their runner is gone (`run` and `demo` run only their own)."""
     owns_database = database is None
     database = database or create_engine(
         settings.database_url,
@@ -162,6 +183,7 @@ async def open_runtime(
                 worker=run_worker,
                 egress=settings.egress_policy(),
                 quotas=settings.quota_policy(),
+                take_over=take_over,
             ) as service,
         ):
             yield Runtime(settings, database, repository, data, engine, service, task_store, run_worker)

@@ -36,6 +36,7 @@ from api.db.repository import (
     AssessmentRecord,
     AssessmentRepository,
     NewAssessment,
+    RunnerLease,
 )
 from api.db.tables import DEFAULT_TENANT
 from api.events import EventSink, Lagged, ProgressHub, StatusChanged, Subscription, TrialDone
@@ -201,8 +202,15 @@ class AssessmentService:
         events: EventSink | None = None,
         quotas: QuotaPolicy | None = None,
         egress: EgressPolicy | None = None,
+        lease: RunnerLease | None = None,
+        take_over: bool = True,
     ) -> None:
         self.repository = repository
+        # SQLite (a queue in this process's memory): the claim this process holds on what it runs, and whether
+        # it takes over assessments nobody runs (`resume_unfinished`). None on PostgreSQL (one shared queue)
+        # and in a process without a worker (it runs nothing).
+        self.lease = lease
+        self._take_over = take_over
         self.queue = queue
         self.hub = hub or ProgressHub()
         # Where progress goes: the local hub, or (PostgreSQL) the relay that reaches every process's hub.
@@ -262,6 +270,7 @@ class AssessmentService:
             a2a_task_id=a2a_task_id,
             a2a_context_id=a2a_context_id,
             agent_headers=config.agent_header_values(),
+            lease=self.lease,
         )
         async with self._admission:
             if idempotency_key is not None:
@@ -319,14 +328,25 @@ class AssessmentService:
         return 0
 
     async def resume_unfinished(self) -> list[str]:
-        """Top up the queue of every unfinished assessment (`start`): at start-up on SQLite, whose queue lived
-        in the previous process's memory, this is the resume; on PostgreSQL (at start-up and every
-        `worker_stalled_after_s` in each worker) it catches an assessment whose jobs stopped queueing their
-        successors (a process died between storing and queueing, a job failed for good). Running jobs of dead
-        workers are not this method's business: the stalled-job sweep puts them back. Returns the ids of the
-        assessments that got jobs."""
+        """Top up the queue of every unfinished assessment this process may run (`start`). On PostgreSQL (at
+        start-up and every `worker_stalled_after_s` in each worker) that is every one: it catches an
+        assessment whose jobs stopped queueing their successors (a process died between storing and queueing,
+        a job failed for good); running jobs of dead workers are the stalled-job sweep's business. On SQLite
+        each process's queue lives in its memory, so a process resumes only the assessments it runs and, when
+        it takes over work (`take_over`), those whose runner is gone (`RunnerLease`): a `run` and a `serve`
+        on one file never run each other's. Returns the ids of the assessments that got jobs."""
+        if self.queue.persistent:
+            records = await self.repository.list_unfinished()
+        elif self.lease is not None:
+            if self._take_over:
+                for runner in await self.repository.unfinished_runners() - {self.lease.runner}:
+                    if RunnerLease.gone(runner):
+                        await self.repository.release_leases(runner)
+            records = await self.repository.claim_unfinished(self.lease, take_over=self._take_over)
+        else:
+            return []  # no worker in this process: whatever it queued here would never run
         resumed = []
-        for record in await self.repository.list_unfinished():
+        for record in records:
             try:
                 config = _config_of(record)
                 self._engine.validate(config)
@@ -338,6 +358,23 @@ class AssessmentService:
                 logger.info("queued the missing trials of unfinished assessment %s", record.id)
                 resumed.append(record.id)
         return resumed
+
+    async def keep_leases(self, every_s: float) -> None:
+        """Renew this process's claim on the assessments it runs every `every_s` until cancelled (SQLite);
+        on the way out, release them so that another process takes them over at once."""
+        lease = self.lease
+        if lease is None:
+            return
+        try:
+            while True:
+                await asyncio.sleep(every_s)
+                try:
+                    await self.repository.renew_leases(lease)
+                except Exception as exc:  # the next round tries again; the lease outlasts a few misses
+                    logger.warning("could not renew the runner lease of %s: %s", lease.runner, exc)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.repository.release_leases(lease.runner))
 
     # -- running one trial (a queue job, on any worker process) ------------------------------------------
 

@@ -10,13 +10,15 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import os
+import socket
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Float, Table, bindparam, case, func, insert, select, text, update
+from sqlalchemy import Float, Table, bindparam, case, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
@@ -105,6 +107,35 @@ class NewAssessment:
     a2a_task_id: str | None = None
     a2a_context_id: str | None = None
     agent_headers: dict[str, str] = field(default_factory=dict, repr=False)
+    lease: RunnerLease | None = None
+    """SQLite: the process that will run it, claimed from the start (see `claim_unfinished`)."""
+
+
+@dataclass(frozen=True)
+class RunnerLease:
+    """A process's claim on the assessments it runs (SQLite, where each process has its own queue): its
+    name, and how long a claim holds without being renewed."""
+
+    runner: str
+    seconds: float
+
+    def expires_at(self) -> datetime:
+        return _now() + timedelta(seconds=self.seconds)
+
+    @staticmethod
+    def gone(runner: str) -> bool:
+        """Whether `runner` (host-pid) names a process of this machine that no longer exists: its claim can
+        be taken over now rather than when its lease expires (a SQLite file is mostly used on one host)."""
+        host, _, pid = runner.rpartition("-")
+        if host != socket.gethostname() or not pid.isdigit():
+            return False
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # alive, someone else's
+            return False
+        return False
 
 
 @dataclass(frozen=True)
@@ -369,6 +400,8 @@ class AssessmentRepository:
             started_at=None,
             finished_at=None,
             updated_at=now,
+            runner=new.lease.runner if new.lease is not None else None,
+            lease_expires_at=new.lease.expires_at() if new.lease is not None else None,
         )
         try:
             async with self._writing(), self._session() as session, session.begin():
@@ -485,6 +518,67 @@ class AssessmentRepository:
                 )
             ).scalars()
             return [_record(r) for r in rows]
+
+    async def claim_unfinished(self, lease: RunnerLease, *, take_over: bool) -> list[AssessmentRecord]:
+        """Claim for `lease.runner` the unfinished assessments it runs already and (`take_over`) those nobody
+        runs: no runner, or a runner whose lease expired (it died, or stopped without releasing them); renew
+        the lease of each, and return them oldest first. One conditional update, so two processes claiming
+        at once never both get an assessment."""
+        now = _now()
+        mine = AssessmentRow.runner == lease.runner
+        free = or_(AssessmentRow.runner.is_(None), AssessmentRow.lease_expires_at < now)
+        async with self._writing(), self._session() as session, session.begin():
+            claimed = await session.execute(
+                update(AssessmentRow)
+                .where(AssessmentRow.status.in_(UNFINISHED), or_(mine, free) if take_over else mine)
+                .values(runner=lease.runner, lease_expires_at=lease.expires_at())
+                .returning(AssessmentRow.id)
+            )
+            ids = [row[0] for row in claimed]
+        if not ids:
+            return []
+        async with self._session() as session:
+            rows = (
+                await session.execute(
+                    select(AssessmentRow)
+                    .where(AssessmentRow.id.in_(ids))
+                    .order_by(AssessmentRow.created_at, AssessmentRow.id)
+                )
+            ).scalars()
+            return [_record(r) for r in rows]
+
+    async def unfinished_runners(self) -> set[str]:
+        """The runners named by unfinished assessments."""
+        async with self._session() as session:
+            rows = await session.execute(
+                select(AssessmentRow.runner)
+                .where(AssessmentRow.status.in_(UNFINISHED), AssessmentRow.runner.is_not(None))
+                .distinct()
+            )
+            return {runner for (runner,) in rows if runner is not None}
+
+    async def renew_leases(self, lease: RunnerLease) -> int:
+        """Push back the expiry of every unfinished assessment `lease.runner` runs; how many there are."""
+        async with self._writing(), self._session() as session, session.begin():
+            renewed = await session.execute(
+                update(AssessmentRow)
+                .where(AssessmentRow.status.in_(UNFINISHED), AssessmentRow.runner == lease.runner)
+                .values(lease_expires_at=lease.expires_at())
+                .returning(AssessmentRow.id)
+            )
+            return len(renewed.all())
+
+    async def release_leases(self, runner: str) -> int:
+        """Give up `runner`'s unfinished assessments (it is stopping), so that another process takes them
+        over at once rather than after the lease expires; how many there were."""
+        async with self._writing(), self._session() as session, session.begin():
+            released = await session.execute(
+                update(AssessmentRow)
+                .where(AssessmentRow.status.in_(UNFINISHED), AssessmentRow.runner == runner)
+                .values(runner=None, lease_expires_at=None)
+                .returning(AssessmentRow.id)
+            )
+            return len(released.all())
 
     async def mark_running(self, assessment_id: str) -> None:
         now = _now()

@@ -110,6 +110,13 @@ class AssessmentRow(Base):
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     updated_at: Mapped[datetime]
+    runner: Mapped[str | None] = mapped_column(
+        String(128),
+        doc="SQLite only: the process whose in-memory queue runs it (host-pid); others leave it alone.",
+    )
+    lease_expires_at: Mapped[datetime | None] = mapped_column(
+        doc="SQLite only: until when `runner`'s claim holds; renewed while it lives, taken over after."
+    )
 
     trials: Mapped[list[TrialRow]] = relationship(
         back_populates="assessment", cascade="all, delete-orphan", passive_deletes=True
