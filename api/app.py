@@ -125,13 +125,23 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/", include_in_schema=False)
     async def _root(request: Request) -> Response:
-        # A person's browser gets the web UI; POST / is A2A JSON-RPC (registered below), untouched by this.
+        # A person's browser gets the web UI; anything else (curl) a small index of where things are. POST /
+        # is A2A JSON-RPC (registered below), untouched by this.
         if "text/html" in request.headers.get("accept", ""):
             return RedirectResponse("/ui", status_code=status.HTTP_303_SEE_OTHER)
         return JSONResponse(
-            {"detail": "Method Not Allowed"},
-            status_code=status.HTTP_405_METHOD_NOT_ALLOWED,
-            headers={"Allow": "POST"},
+            {
+                "service": "tau2 retail green agent",
+                "version": __version__,
+                "ui": "/ui",
+                "api_docs": "/docs",
+                "openapi": "/openapi.json",
+                "assessments": "/assessments",
+                "agent_card": "/.well-known/agent-card.json",
+                "a2a_jsonrpc": "POST /",
+                "health": "/healthz",
+                "ready": "/readyz",
+            }
         )
 
     app.include_router(health.router)

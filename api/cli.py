@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from api.cli_errors import explain, validation_summary
 from api.cli_reference import add_reference_agent_command, run_reference_agent
 from api.exit_codes import DEMO_EXIT_CODES_HELP, EXIT_CODES_HELP, ExitCode
 from api.settings import DEFAULT_DATABASE_URL, Settings
@@ -140,7 +141,18 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = key_commands.add_parser("revoke", help="revoke a key by its id")
     revoke.add_argument("key_id")
     _add_database(revoke)
+    _remember_parsers(parser)
     return parser
+
+
+def _remember_parsers(parser: argparse.ArgumentParser) -> None:
+    """Each (sub)command records its own parser in the parsed arguments (the innermost one wins), so that an
+    unknown option is reported with that command's usage rather than the top-level one."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                subparser.set_defaults(usage_parser=subparser)
+                _remember_parsers(subparser)
 
 
 def _add_interop_commands(commands: Any) -> None:
@@ -215,6 +227,7 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.USAGE
+    asyncio.run(_check_database(settings))
     _configure_logging(args.log_level, settings)
     config = uvicorn.Config(
         create_app(settings),
@@ -231,6 +244,21 @@ def _serve(args: argparse.Namespace) -> int:
     )
     uvicorn.Server(config).run()
     return ExitCode.OK
+
+
+async def _check_database(settings: Settings) -> None:
+    """Connect once before serving: a database that is missing or down is then one line (`explain`), not the
+    traceback of a failed start-up."""
+    from sqlalchemy import text
+
+    from api.db.engine import create_engine
+
+    engine = create_engine(settings.database_url, connect_timeout_s=settings.db_connect_timeout_s)
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+    finally:
+        await engine.dispose()
 
 
 def _configure_logging(level: str, settings: Settings) -> None:
@@ -352,7 +380,7 @@ def _run(args: argparse.Namespace) -> int:
             turn_timeout_s=args.turn_timeout,
         )
     except ValidationError as exc:
-        print(f"invalid options: {exc}", file=sys.stderr)
+        print(f"green-agent run: invalid options: {validation_summary(exc)}", file=sys.stderr)
         return ExitCode.USAGE
     return asyncio.run(run_assessment(settings, config, output=args.output, quiet=args.quiet))
 
@@ -385,30 +413,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "replay":
         return _replay(argv[1:])
-    args = build_parser().parse_args(argv)
+    debug = "--debug" in argv  # anywhere on the line: tracebacks for every failure, not only for bugs
+    argv = [arg for arg in argv if arg != "--debug"]
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        getattr(args, "usage_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
-        if args.command == "serve":
-            return _serve(args)
-        if args.command == "worker":
-            return _worker(args)
-        if args.command == "run":
-            return _run(args)
-        if args.command == "demo":
-            return _demo(args)
-        if args.command == "reference-agent":
-            return run_reference_agent(args)
-        if args.command == "db":
-            return _db_upgrade(args)
-        if args.command == "keys":
-            return _keys(args)
-        if args.command in ("export", "submission", "rescore"):
-            return _interop(args)
-    except ValidationError as exc:
-        print(f"invalid settings: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
+        return _dispatch(args)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        explained = None if debug else explain(exc, _database_for_display(args))
+        if explained is None:
+            raise  # a bug (or --debug): the traceback is what helps
+        print(f"green-agent {args.command}: {explained.message}", file=sys.stderr)
+        return explained.code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "worker":
+        return _worker(args)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "demo":
+        return _demo(args)
+    if args.command == "reference-agent":
+        return run_reference_agent(args)
+    if args.command == "db":
+        return _db_upgrade(args)
+    if args.command == "keys":
+        return _keys(args)
+    if args.command in ("export", "submission", "rescore"):
+        return _interop(args)
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _database_for_display(args: argparse.Namespace) -> str:
+    """The database the command used, password masked, for error messages."""
+    try:
+        return _settings(database_url=getattr(args, "database_url", None)).database_url_for_display()
+    except Exception:  # the URL itself is what is wrong
+        return str(getattr(args, "database_url", None) or "DATABASE_URL")
 
 
 if __name__ == "__main__":

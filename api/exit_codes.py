@@ -18,9 +18,10 @@ class ExitCode(IntEnum):
     OK = 0
     """Completed, and the report is complete."""
     FAILED = 1
-    """The assessment failed (e.g. the white agent could not be reached); the message says why."""
+    """The assessment failed, or the command could not do its work: the white agent, an LLM endpoint or
+    the database could not be reached or refused us; the message (one or two lines) says what to fix."""
     USAGE = 2
-    """Bad options or settings; nothing ran."""
+    """Bad options or settings (an unknown flag, a malformed URL); nothing ran."""
     PARTIAL = 3
     """Completed, but trials were excluded or not judged: the numbers are not final."""
     CANCELLED = 4
@@ -29,8 +30,9 @@ class ExitCode(IntEnum):
 
 EXIT_CODES_HELP = """exit codes:
   0  completed, and the report is complete (every trial ran and was scored)
-  1  failed (e.g. the white agent could not be reached); the message says what to fix
-  2  bad options or settings; nothing ran
+  1  failed: the white agent, an LLM endpoint or the database could not be reached or refused us;
+     the message says what to fix (--debug shows the traceback)
+  2  bad options or settings (an unknown flag, a malformed URL); nothing ran
   3  partial: completed, but some trials were excluded (infrastructure errors) or not judged (no judge)
   4  cancelled (Ctrl-C); the report written covers the trials that finished"""
 

@@ -31,6 +31,7 @@ from api.db.repository import (
     CANCELLED,
     COMPLETED,
     FAILED,
+    QUEUED,
     RUNNING,
     TERMINAL,
     AssessmentRecord,
@@ -46,7 +47,7 @@ from api.queue import TrialQueue, is_transient
 from api.quotas import QuotaPolicy
 from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
-from green_agent.errors import AgentNotReachedError
+from green_agent.errors import AgentNotReachedError, LLMUnavailableError
 from green_agent.metrics import compute_report
 from green_agent.models import (
     AssessmentReport,
@@ -170,6 +171,10 @@ class AssessmentEngine(Protocol):
         """Which user simulator and judge an assessment of `config` uses."""
         ...
 
+    async def check_llms(self, config: AssessmentConfig) -> None:
+        """Raises LLMUnavailableError when an LLM endpoint `config` needs does not answer."""
+        ...
+
 
 class AssessmentNotFound(LookupError):
     def __init__(self, assessment_id: str) -> None:
@@ -282,8 +287,8 @@ class AssessmentService:
                 self._quotas.check_config(config, trials_total, tenant)
                 self._quotas.check_load(await self.repository.load(tenant), trials_total, tenant)
             record, created = await self.repository.create(new)
-        if created and start:
-            await self.start(record)
+        if created and start and not await self.start(record):
+            record = await self.repository.get(record.id) or record  # e.g. failed at once: say so now
         return record, created
 
     async def _worker_warnings(self) -> list[str]:
@@ -304,6 +309,15 @@ class AssessmentService:
         how many were queued. Idempotent: what is stored or queued already is not queued again."""
         if record.finished:
             return 0
+        if record.status == QUEUED and not record.trials_done:
+            # Nothing ran yet: an unreachable user or judge model fails it now, in one line, rather than
+            # each trial after its retries (minutes of "0 scored" on a large assessment).
+            try:
+                await self._engine.check_llms(_config_of(record))
+            except LLMUnavailableError as exc:
+                logger.info("assessment %s failed: %s", record.id, exc)
+                await self._finish(record.id, FAILED, error=str(exc))
+                return 0
         return await self._top_up(record, ending=None)
 
     async def _top_up(self, record: AssessmentRecord, *, ending: tuple[str, int] | None) -> int:

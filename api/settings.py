@@ -142,6 +142,7 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=_engine_default("llm_timeout_s"), gt=0, le=3600)
     llm_max_retries: int = Field(default=_engine_default("llm_max_retries"), ge=0, le=20)
     llm_retry_backoff_s: float = Field(default=_engine_default("llm_retry_backoff_s"), ge=0, le=600)
+    llm_check_timeout_s: float = Field(default=_engine_default("llm_check_timeout_s"), gt=0, le=600)
     conversations_per_client: int = Field(
         default=_engine_default("conversations_per_client"),
         ge=1,
@@ -458,6 +459,7 @@ class Settings(BaseSettings):
             llm_timeout_s=self.llm_timeout_s,
             llm_max_retries=self.llm_max_retries,
             llm_retry_backoff_s=self.llm_retry_backoff_s,
+            llm_check_timeout_s=self.llm_check_timeout_s,
             conversations_per_client=self.conversations_per_client,
             scripted_user_delay_s=self.scripted_user_delay_s,
             user_guidelines_file=self.user_guidelines_file,

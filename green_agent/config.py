@@ -90,6 +90,11 @@ class EngineSettings(BaseModel):
     turn_timeout_s: float = Field(default=300.0, gt=0, description="Default wait for one white-agent reply.")
     llm_timeout_s: float = Field(default=120.0, gt=0, description="Timeout of one user/judge LLM call.")
     llm_max_retries: int = Field(default=3, ge=0, description="Retries of a failed user/judge LLM call.")
+    llm_check_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Timeout of the check that an assessment's LLM endpoints answer (before trials queue).",
+    )
     llm_retry_backoff_s: float = Field(
         default=1.0, ge=0, description="First wait before an LLM retry; doubled after each failure."
     )

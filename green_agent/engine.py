@@ -33,7 +33,7 @@ from types import TracebackType
 from typing import Any
 
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings, LLMEndpoint
-from green_agent.errors import AgentEgressError, AgentError, AgentNotReachedError
+from green_agent.errors import AgentEgressError, AgentError, AgentNotReachedError, LLMUnavailableError
 from green_agent.judge import Judge
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
@@ -173,6 +173,23 @@ class Engine:
             return ScriptedUserSimulator(delay_s=self.settings.scripted_user_delay_s)
         endpoint = self.settings.user_models[name]
         return LLMUserSimulator(name=name, llm=self._llm(endpoint), guidelines=self._guidelines)
+
+    async def check_llms(self, config: AssessmentConfig) -> None:
+        """Check once that the LLM endpoints `config` needs (its user model, the judge) answer and take their
+        keys; raise LLMUnavailableError saying which does not and what to do."""
+        endpoints = []
+        name = self._user_model_name(config)
+        if name != SCRIPTED_USER:
+            endpoints.append(self.settings.user_models[name])
+        if self.settings.judge is not None:
+            endpoints.append(self.settings.judge)
+        checked = {(e.base_url, e.api_key): e for e in endpoints}.values()  # one check per endpoint and key
+        results = await asyncio.gather(
+            *(self._llm(e).check(self.settings.llm_check_timeout_s) for e in checked)
+        )
+        problems = [problem for problem in results if problem is not None]
+        if problems:
+            raise LLMUnavailableError("; ".join(problems))
 
     # -- running -------------------------------------------------------------------------------------------
 

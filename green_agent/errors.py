@@ -11,6 +11,8 @@ Foreign exceptions (httpx, a2a-sdk, openai) are translated where they enter: in 
     │   └── AgentProtocolError      HTTP or A2A error, bad card, failed task, empty or malformed answer
     ├── AgentNotReachedError        the agent could not be reached at the start (its card, or messages before
     │                               it first answered): the assessment fails, no trial is charged for it
+    ├── LLMUnavailableError         an LLM endpoint the assessment needs does not answer or refuses the key,
+    │                               found before any trial is queued: the assessment fails at once
     └── InfrastructureError         our own dependency failed: `infrastructure_error`, excluded from metrics
         └── LLMError                the user-simulator or judge LLM kept failing after its retries
             └── LLMContextTooLong   the LLM refused the conversation as too long (HTTP 400): charged to the
@@ -47,6 +49,12 @@ class AgentEgressError(AgentError):
 
 class AgentProtocolError(AgentError):
     """The white agent answered, but with an error or with nothing usable."""
+
+
+class LLMUnavailableError(EngineError):
+    """The user-simulator or judge endpoint of an assessment is unreachable or refuses its key; checked once
+    before trials are queued, so that an assessment fails in seconds rather than after every trial's retries.
+    The message names the endpoint and what to fix."""
 
 
 class AgentNotReachedError(EngineError):

@@ -187,6 +187,29 @@ class ChatLLM:
         )
         return completion
 
+    async def check(self, timeout_s: float) -> str | None:
+        """One request that needs the endpoint and its key but costs no tokens (the model list): None when
+        the endpoint answers, else what is wrong and what to do about it. An endpoint without a model list
+        (HTTP 404 and the like) answered, so it passes: only no answer, or a refused key, fails."""
+        where = self.endpoint.base_url or "the OpenAI default URL"
+        name = f"LLM {self.endpoint.model!r} at {where}"
+        try:
+            await self._client.with_options(timeout=timeout_s).models.list()
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            return (
+                f"{name} refused the API key (HTTP {exc.status_code}); set OPENAI_API_KEY or the model's "
+                "api_key in GREEN_AGENT_USER_MODELS / GREEN_AGENT_JUDGE_MODEL"
+            )
+        except openai.APIStatusError:
+            return None
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            cause = exc.__cause__ or exc
+            return (
+                f"{name} is unreachable ({_short(str(cause) or type(cause).__name__, 120)}); check that it "
+                "runs and the base_url (OPENAI_BASE_URL, or the model's base_url)"
+            )
+        return None
+
     def _failed(self, problem: str) -> str:
         where = self.endpoint.base_url or "the OpenAI default URL"
         return f"LLM {self.endpoint.model!r} at {where} failed: {problem}"

@@ -50,8 +50,28 @@ class FakeLLM:
     context_bytes: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     base_url: str = ""
+    api_key: str | None = None
+    """When set, every request without `Authorization: Bearer <api_key>` is refused with HTTP 401."""
+
+    def _refused(self, request: Request) -> Response | None:
+        if self.api_key is None or request.headers.get("authorization") == f"Bearer {self.api_key}":
+            return None
+        message = {"message": "Incorrect API key provided", "type": "invalid_request_error"}
+        return JSONResponse({"error": {**message, "code": "invalid_api_key"}}, 401)
+
+    async def models(self, request: Request) -> Response:
+        """The model list (what the service's endpoint check asks for)."""
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        return JSONResponse(
+            {"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "tests"}]}
+        )
 
     async def handle(self, request: Request) -> Response:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
         body = json.loads(await request.body())
         self.requests.append(body)
         size = prompt_bytes(body)
@@ -89,12 +109,19 @@ class FakeLLM:
 
 
 @contextlib.asynccontextmanager
-async def serve_fake_llm(responder: Responder, *, context_bytes: int | None = None) -> AsyncIterator[FakeLLM]:
+async def serve_fake_llm(
+    responder: Responder, *, context_bytes: int | None = None, api_key: str | None = None
+) -> AsyncIterator[FakeLLM]:
     """Serve `responder` as an OpenAI-compatible endpoint on loopback; `fake.base_url` ends in `/v1`."""
-    fake = FakeLLM(responder, context_bytes)
+    fake = FakeLLM(responder, context_bytes, api_key=api_key)
 
     def app_for(url: str) -> Starlette:
-        return Starlette(routes=[Route("/v1/chat/completions", fake.handle, methods=["POST"])])
+        return Starlette(
+            routes=[
+                Route("/v1/chat/completions", fake.handle, methods=["POST"]),
+                Route("/v1/models", fake.models, methods=["GET"]),
+            ]
+        )
 
     async with serve_app(app_for) as url:
         fake.base_url = url.rstrip("/") + "/v1"

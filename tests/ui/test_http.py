@@ -1,5 +1,5 @@
-"""The web UI over plain HTTP: GET / for browsers only (POST / stays A2A), security headers, 404s, the login
-form, the page-size bound and the live stream's bound."""
+"""The web UI over plain HTTP: GET / sends browsers to the UI and gives curl an index (POST / stays A2A),
+security headers, 404s, the login form, the page-size bound and the live stream's bound."""
 
 from __future__ import annotations
 
@@ -9,12 +9,17 @@ from tests.api.servers import serve_green
 from tests.ui.conftest import Service
 
 
-async def test_root_redirects_browsers_and_post_stays_a2a(service: Service) -> None:
+async def test_root_redirects_browsers_indexes_for_curl_and_post_stays_a2a(service: Service) -> None:
     async with httpx.AsyncClient(base_url=service.url, timeout=30) as client:
         browser = await client.get("/", headers={"Accept": "text/html,application/xhtml+xml"})
         assert browser.status_code == 303 and browser.headers["location"] == "/ui"
-        api = await client.get("/", headers={"Accept": "application/json"})
-        assert api.status_code == 405 and api.headers["allow"] == "POST"
+        for accept in ("application/json", "*/*"):  # what curl sends
+            index = await client.get("/", headers={"Accept": accept})
+            assert index.status_code == 200, index.text
+            links = index.json()
+            assert links["ui"] == "/ui" and links["a2a_jsonrpc"] == "POST /"
+            for path in ("ui", "api_docs", "assessments", "agent_card", "health"):
+                assert (await client.get(links[path])).status_code == 200, path
         rpc = await client.post(
             "/", json={"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "no-such-task"}}
         )
