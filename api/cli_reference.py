@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 # green_agent.reference_agents.server.ReferenceKind, spelt out so that building the parser does not import
 # the agents' web stack (a test checks the two agree).
+_PROG = "green-agent reference-agent"
 REFERENCE_KINDS = ("oracle", "llm", "no_tools", "garbage", "timeout", "idle")
 
 
@@ -52,9 +53,7 @@ def run_reference_agent(args: argparse.Namespace) -> int:
     llm = None
     if args.kind == "llm":
         if not args.model:
-            print(
-                "the llm reference agent needs --model (and --base-url for a local endpoint)", file=sys.stderr
-            )
+            print(f"{_PROG}: llm needs --model (and --base-url for a local one)", file=sys.stderr)
             return ExitCode.USAGE
         llm = LLMEndpoint(
             model=args.model,
@@ -64,7 +63,7 @@ def run_reference_agent(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_serve(args.kind, args.host, args.port, llm, args.delay))
     except OSError as exc:  # the port is taken, or the host is not an address of this machine
-        print(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"{_PROG}: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return ExitCode.FAILED
     return ExitCode.OK
 

@@ -11,12 +11,16 @@ import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import get_args
 
 import httpx
 import pytest
 
+from api.cli_reference import REFERENCE_KINDS
 from api.exit_codes import ExitCode
+from green_agent.reference_agents import ReferenceKind
 from tests.api.servers import GREEN_AGENT_BIN, REPO_ROOT, GreenProcess, free_port, poll
+from tests.api.test_cli import green_agent
 
 # The serve looks for unfinished assessments to resume every `worker_stalled_after_s`: make that often, so
 # that it has many chances to take the run's assessment over while the run lasts.
@@ -93,3 +97,19 @@ async def test_reference_agents_start_from_the_cli(kind: str) -> None:
     async with reference_agent_from_cli(kind) as url, httpx.AsyncClient(timeout=10) as client:
         card = (await client.get(f"{url}.well-known/agent-card.json")).json()
         assert card["name"] == f"reference-{kind}"
+
+
+def test_the_cli_offers_every_reference_agent() -> None:
+    assert get_args(ReferenceKind) == REFERENCE_KINDS
+
+
+async def test_reference_agent_mistakes_are_one_line() -> None:
+    status, output = await green_agent("reference-agent", "llm", "--port", "0")
+    assert status == ExitCode.USAGE and output.strip().splitlines() == [
+        "green-agent reference-agent: llm needs --model (and --base-url for a local one)"
+    ]
+    async with reference_agent_from_cli("no_tools") as url:
+        port = url.rsplit(":", 1)[1].strip("/")
+        status, output = await green_agent("reference-agent", "oracle", "--port", port)
+    assert status == ExitCode.FAILED and len(output.strip().splitlines()) == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in output
