@@ -82,7 +82,16 @@ _environment = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_environment.filters.update(pretty_json=_pretty_json, number=_number, duration=_duration)
+_environment.filters.update(
+    pretty_json=_pretty_json,
+    number=_number,
+    duration=_duration,
+    short_id=views.short_id,
+    agent_label=views.agent_label,
+    end_reason=views.end_reason,
+    tool_result=views.tool_result_view,
+)
+_environment.tests.update(ended_badly=views.ended_badly)
 _environment.globals.update(OUTCOMES=views.OUTCOMES, STATUSES=STATUSES)
 templates = Jinja2Templates(env=_environment)
 
@@ -166,7 +175,10 @@ async def assessment_page(request: Request, assessment_id: str, runtime: Runtime
             "record": record,
             "report": report,
             "complete": report.complete if report is not None else None,
-            "chart": views.pass_hat_k_chart(report) if report is not None and report.pass_hat_k else None,
+            # One bar alone says nothing the average does not: the chart needs two k or more.
+            "chart": views.pass_hat_k_chart(report)
+            if report is not None and len(report.pass_hat_k) > 1
+            else None,
             "grid": rows,
             "outcome_counts": views.outcome_counts(rows),
             "failures": views.common_failures(summaries),
@@ -219,6 +231,8 @@ async def trial_page(
             "reasons": views.failure_reasons(summary),
             "replay": replay,
             "task": runtime.data.tasks.get(task_id),
+            "signals": views.signal_views(result),
+            "show_usage": views.has_usage(result.usage),
             "messages": list(zip(result.transcript, timings, strict=True)),
         },
     )
@@ -230,7 +244,17 @@ async def compare_page(
 ) -> HTMLResponse:
     viewer = request_principal(request)
     ids = [i for i in (id or []) if i]
-    context: dict[str, Any] = {"viewer": viewer, "ids": ids, "error": None, "a": None, "b": None}
+    recent, _ = await runtime.repository.page(
+        tenant=viewer.tenant_filter, limit=runtime.settings.ui_page_size
+    )
+    context: dict[str, Any] = {
+        "viewer": viewer,
+        "ids": ids,
+        "error": None,
+        "a": None,
+        "b": None,
+        "choices": recent,  # the newest assessments, to pick from
+    }
     if len(ids) != 2:
         if ids:
             context["error"] = f"pick exactly two assessments to compare ({len(ids)} given)"
@@ -241,7 +265,9 @@ async def compare_page(
         await runtime.repository.trial_summaries(a.id), await runtime.repository.trial_summaries(b.id)
     )
     ks = sorted(set(a.report.pass_hat_k if a.report else {}) | set(b.report.pass_hat_k if b.report else {}))
+    listed = {record.id for record in recent}
     context.update(
+        choices=[*recent, *(record for record in (a, b) if record.id not in listed)],
         a=a,
         b=b,
         ks=ks,

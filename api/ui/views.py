@@ -7,14 +7,24 @@ reward), or pending (not run yet).
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.db.repository import ScoredAssessment, TrialSummary
-from green_agent.models import SIGNAL_DB, SIGNAL_NL, AssessmentReport
+from api.db.repository import CANCELLED, FAILED, AssessmentRecord, ScoredAssessment, TrialSummary
+from green_agent.models import (
+    SIGNAL_ACTION,
+    SIGNAL_COMMUNICATE,
+    SIGNAL_DB,
+    SIGNAL_NL,
+    AssessmentReport,
+    Signal,
+    TrialResult,
+)
+from green_agent.usage import TrialUsage
 from retail_domain import is_clean_exit
 
 # Outcome keys (CSS classes `o-<key>`) with their legend labels, in legend order.
@@ -130,6 +140,98 @@ def complete_from(excluded: dict[str, int], flag: bool | None) -> bool:
     """Whether a stored report is complete, from values read inside its JSON: its `complete` flag, or for a
     version-1 report (no flag) its exclusion counts, as `AssessmentReport` derives it on loading."""
     return flag if flag is not None else not any(excluded.values())
+
+
+# -- how things are labelled -----------------------------------------------------------------------------
+
+
+def short_id(assessment_id: str) -> str:
+    """The first 8 characters of an assessment id: enough to tell rows apart, short enough for a phone."""
+    return assessment_id[:8]
+
+
+def agent_label(agent_url: str) -> str:
+    """An agent URL without its scheme and trailing slash (the rows' name for the agent)."""
+    return agent_url.split("://", 1)[-1].rstrip("/")
+
+
+def ended_badly(record: AssessmentRecord) -> bool:
+    """Failed or cancelled: shown in red, with the reason."""
+    return record.status in (FAILED, CANCELLED)
+
+
+def end_reason(record: AssessmentRecord, limit: int = 200) -> str:
+    """Why a failed or cancelled assessment ended, in one line (empty otherwise)."""
+    if not ended_badly(record):
+        return ""
+    first = (
+        (record.error or record.status).strip().splitlines()[0]
+        if (record.error or "").strip()
+        else record.status
+    )
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class SignalView:
+    """A trial's signal as shown: one state among passed, failed, not applicable (nothing to check in this
+    task, whatever the stored `passed` says) and not evaluated (e.g. no judge)."""
+
+    name: str
+    state: str  # passed, failed, not_applicable, not_evaluated
+    counts: bool
+    detail: str
+
+    @property
+    def label(self) -> str:
+        return self.state.replace("_", " ")
+
+
+def signal_views(result: TrialResult) -> list[SignalView]:
+    """The trial's signals, with "nothing to check" shown the same way for every signal: NL_ASSERTION of a
+    task without assertions passes vacuously in tau2's score, COMMUNICATE without facts is stored as not
+    evaluated; both are `not applicable` here."""
+    nothing_to_check = {
+        SIGNAL_NL: result.nl_status == "not_required",
+        SIGNAL_ACTION: not result.action_checks,
+        SIGNAL_COMMUNICATE: not result.communicate_checks,
+    }
+    views = []
+    for signal in result.signals:
+        views.append(
+            SignalView(
+                signal.name,
+                _state(signal, nothing_to_check.get(signal.name, False)),
+                signal.counts,
+                signal.detail,
+            )
+        )
+    return views
+
+
+def _state(signal: Signal, nothing_to_check: bool) -> str:
+    if nothing_to_check:
+        return "not_applicable"
+    if signal.passed is None:
+        return "not_evaluated"
+    return "passed" if signal.passed else "failed"
+
+
+def has_usage(usage: TrialUsage | None) -> bool:
+    """Whether any party made a metered call (else the tokens table would be empty: it is left out)."""
+    return usage is not None and any(party is not None for party in (usage.user, usage.judge, usage.agent))
+
+
+def tool_result_view(content: str | None) -> tuple[str, str]:
+    """A tool result as (one-line summary, pretty text): JSON is indented; anything else is kept as it is."""
+    text = content or ""
+    try:
+        pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        pretty = text
+    first = " ".join(text.split())
+    summary = first if len(first) <= 80 else first[:79] + "…"
+    return summary, pretty
 
 
 # -- charts ------------------------------------------------------------------------------------------------

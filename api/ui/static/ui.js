@@ -23,6 +23,7 @@ function follow(container) {
       bar.max = p.trials_total;
       bar.value = p.trials_done;
       box.querySelector(".count").textContent = p.trials_done + "/" + p.trials_total;
+      box.className = "progress p-" + p.status; // failed and cancelled turn the bar red
     }
     for (const badge of document.querySelectorAll("[data-status-for]")) {
       if (badge.dataset.statusFor !== p.assessment_id) continue;
