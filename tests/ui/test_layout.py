@@ -10,13 +10,12 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from playwright.async_api import Browser, expect
+from playwright.async_api import Browser, ViewportSize, expect
 
 from tests.api.servers import poll
 from tests.ui.conftest import Service, Tab
 
-PHONE = {"width": 400, "height": 800}
-DESKTOP = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 400, "height": 800}
 
 
 @dataclass(frozen=True)
