@@ -163,6 +163,13 @@ async def _assess(
     return exit_code(final.status, final.report, expected_partial=expected_partial)
 
 
+# What `make demo` ends with: where to look next.
+DEMO_NEXT_STEP = (
+    "next: see it in the web UI: .venv/bin/green-agent serve, then open http://127.0.0.1:9009/ui\n"
+    '      assess your own agent: README.md, "Quick start: assess your own agent"'
+)
+
+
 async def run_assessment(
     settings: Settings, config: AssessmentConfig, *, output: Path | None, quiet: bool
 ) -> int:
@@ -204,4 +211,5 @@ async def run_demo(
             runtime, config, output=output, quiet=quiet, console=console, expected_partial={NOT_JUDGED}
         )
     console.print(f"demo finished in {time.monotonic() - started:.1f} s")
+    console.print(DEMO_NEXT_STEP, highlight=False)
     return code

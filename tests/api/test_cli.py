@@ -181,6 +181,7 @@ async def test_demo_runs_with_zero_configuration(tmp_path: Path) -> None:
     assert report["complete"] is False and set(report["partial_reasons"]) == {"not_judged"}
     assert "PARTIAL (expected in the demo, which has no LLM judge)" in output
     assert "demo finished" in output
+    assert output.rstrip().splitlines()[-2].startswith("next: see it in the web UI")  # the last words
     # The demo runs on the embedded default database, so a later `serve` shows it over REST.
     assert (tmp_path / "green_agent.db").is_file()
 

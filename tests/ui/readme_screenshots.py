@@ -1,6 +1,7 @@
-"""Retake the README's two screenshots (docs/ui-assessment.png, docs/ui-trial.png): a failing agent (the
-tests' SloppyExecutor) over all 114 tasks x 2 trials with no NL judge configured (so the report is partial),
-then its assessment page and one failed trial, in Debian's Chromium.
+"""Retake the README's screenshots (docs/ui-assessment.png, docs/ui-trial.png, docs/ui-phone.png): a failing
+agent (the tests' SloppyExecutor) over all 114 tasks x 2 trials with no NL judge configured (so the report is
+partial), then its assessment page and one failed trial, in Debian's Chromium, and the assessment list at a
+phone's width.
 
     .venv/bin/python -m tests.ui.readme_screenshots [OUT_DIR]   # default: docs/
 
@@ -23,6 +24,7 @@ from tests.support.agents import SloppyExecutor, serve_executor
 from tests.ui.conftest import CHROMIUM, run_assessment
 
 VIEWPORT: ViewportSize = {"width": 1200, "height": 980}
+PHONE: ViewportSize = {"width": 400, "height": 860}
 
 
 async def main(out: Path) -> None:
@@ -46,6 +48,9 @@ async def main(out: Path) -> None:
                 await page.screenshot(path=str(out / "ui-assessment.png"))
                 await page.goto(f"/ui/assessments/{assessment}/trials/0/0")
                 await page.screenshot(path=str(out / "ui-trial.png"))
+                phone = await browser.new_page(base_url=url, viewport=PHONE, is_mobile=True)
+                await phone.goto(f"/ui/assessments/{assessment}")
+                await phone.screenshot(path=str(out / "ui-phone.png"))
                 await browser.close()
 
 
