@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Float, Table, bindparam, case, func, insert, or_, select, text, update
+from sqlalchemy import ColumnElement, Float, Table, bindparam, case, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
@@ -509,11 +509,14 @@ class AssessmentRepository:
             return counts
 
     async def list_unfinished(self) -> list[AssessmentRecord]:
+        return await self._oldest_first(AssessmentRow.status.in_(UNFINISHED))
+
+    async def _oldest_first(self, condition: ColumnElement[bool]) -> list[AssessmentRecord]:
         async with self._session() as session:
             rows = (
                 await session.execute(
                     select(AssessmentRow)
-                    .where(AssessmentRow.status.in_(UNFINISHED))
+                    .where(condition)
                     .order_by(AssessmentRow.created_at, AssessmentRow.id)
                 )
             ).scalars()
@@ -535,17 +538,7 @@ class AssessmentRepository:
                 .returning(AssessmentRow.id)
             )
             ids = [row[0] for row in claimed]
-        if not ids:
-            return []
-        async with self._session() as session:
-            rows = (
-                await session.execute(
-                    select(AssessmentRow)
-                    .where(AssessmentRow.id.in_(ids))
-                    .order_by(AssessmentRow.created_at, AssessmentRow.id)
-                )
-            ).scalars()
-            return [_record(r) for r in rows]
+        return await self._oldest_first(AssessmentRow.id.in_(ids)) if ids else []
 
     async def unfinished_runners(self) -> set[str]:
         """The runners named by unfinished assessments."""

@@ -6,6 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from api.db.engine import create_engine
+from api.db.migrate import upgrade
+from api.db.repository import AssessmentRepository
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData, load_retail_data
 
@@ -34,3 +37,12 @@ async def idle_url(retail_data: RetailData) -> AsyncIterator[str]:
     """A white agent that never answers in time: its assessments run until cancelled."""
     async with serve_reference_agent("idle", data=retail_data) as url:
         yield url
+
+
+@pytest.fixture
+async def repository(database_url: str) -> AsyncIterator[AssessmentRepository]:
+    """The data layer over a fresh, migrated database of each backend."""
+    engine = create_engine(database_url)
+    await upgrade(engine)
+    yield AssessmentRepository(engine)
+    await engine.dispose()

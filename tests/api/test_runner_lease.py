@@ -8,26 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-import pytest
 import sqlalchemy as sa
 
-from api.db.engine import create_engine
-from api.db.migrate import upgrade
 from api.db.repository import COMPLETED, AssessmentRepository, NewAssessment, RunnerLease
 from api.db.tables import AssessmentRow
 from api.runtime import worker_name
-
-
-@pytest.fixture
-async def repo(database_url: str) -> AsyncIterator[AssessmentRepository]:
-    engine = create_engine(database_url)
-    await upgrade(engine)
-    yield AssessmentRepository(engine)
-    await engine.dispose()
 
 
 def new(lease: RunnerLease | None) -> NewAssessment:
@@ -37,8 +25,8 @@ def new(lease: RunnerLease | None) -> NewAssessment:
     )
 
 
-async def _expire(repo: AssessmentRepository, assessment_id: str) -> None:
-    async with repo._sessions() as session, session.begin():
+async def _expire(repository: AssessmentRepository, assessment_id: str) -> None:
+    async with repository._sessions() as session, session.begin():
         past = datetime.now(UTC) - timedelta(seconds=1)
         await session.execute(
             sa.update(AssessmentRow).where(AssessmentRow.id == assessment_id).values(lease_expires_at=past)
@@ -46,41 +34,41 @@ async def _expire(repo: AssessmentRepository, assessment_id: str) -> None:
 
 
 async def test_a_process_claims_its_own_and_the_unowned_never_a_live_runners(
-    repo: AssessmentRepository,
+    repository: AssessmentRepository,
 ) -> None:
     me = RunnerLease("host-a-1", 30)
     other = RunnerLease("host-b-2", 30)
-    mine, _ = await repo.create(new(me))
-    theirs, _ = await repo.create(new(other))
-    orphan, _ = await repo.create(new(None))  # e.g. made before leases existed
-    finished, _ = await repo.create(new(None))
-    await repo.finish(finished.id, COMPLETED)
+    mine, _ = await repository.create(new(me))
+    theirs, _ = await repository.create(new(other))
+    orphan, _ = await repository.create(new(None))  # e.g. made before leases existed
+    finished, _ = await repository.create(new(None))
+    await repository.finish(finished.id, COMPLETED)
 
     # `run` and `demo` take nothing over: only their own.
-    assert [r.id for r in await repo.claim_unfinished(me, take_over=False)] == [mine.id]
+    assert [r.id for r in await repository.claim_unfinished(me, take_over=False)] == [mine.id]
     # A serve takes the orphan too, never the live runner's nor a finished one.
-    assert [r.id for r in await repo.claim_unfinished(me, take_over=True)] == [mine.id, orphan.id]
+    assert [r.id for r in await repository.claim_unfinished(me, take_over=True)] == [mine.id, orphan.id]
     # The orphan is now the claimer's: the other process cannot have it while the lease holds.
-    assert [r.id for r in await repo.claim_unfinished(other, take_over=True)] == [theirs.id]
+    assert [r.id for r in await repository.claim_unfinished(other, take_over=True)] == [theirs.id]
 
     # Once the other runner's lease expired (it stopped renewing), it is taken over, and then belongs to me.
-    await _expire(repo, theirs.id)
-    claimed = await repo.claim_unfinished(me, take_over=True)
+    await _expire(repository, theirs.id)
+    claimed = await repository.claim_unfinished(me, take_over=True)
     assert {r.id for r in claimed} == {mine.id, orphan.id, theirs.id}
-    assert await repo.claim_unfinished(other, take_over=True) == []
+    assert await repository.claim_unfinished(other, take_over=True) == []
 
 
-async def test_renewing_keeps_a_claim_and_releasing_frees_it(repo: AssessmentRepository) -> None:
+async def test_renewing_keeps_a_claim_and_releasing_frees_it(repository: AssessmentRepository) -> None:
     me = RunnerLease("host-a-1", 30)
     other = RunnerLease("host-b-2", 30)
-    mine, _ = await repo.create(new(me))
-    await _expire(repo, mine.id)
-    assert await repo.renew_leases(me) == 1  # renewed before anyone took it
-    assert await repo.claim_unfinished(other, take_over=True) == []
-    assert await repo.unfinished_runners() == {"host-a-1"}
-    assert await repo.release_leases("host-a-1") == 1
-    assert [r.id for r in await repo.claim_unfinished(other, take_over=True)] == [mine.id]
-    assert await repo.unfinished_runners() == {"host-b-2"}
+    mine, _ = await repository.create(new(me))
+    await _expire(repository, mine.id)
+    assert await repository.renew_leases(me) == 1  # renewed before anyone took it
+    assert await repository.claim_unfinished(other, take_over=True) == []
+    assert await repository.unfinished_runners() == {"host-a-1"}
+    assert await repository.release_leases("host-a-1") == 1
+    assert [r.id for r in await repository.claim_unfinished(other, take_over=True)] == [mine.id]
+    assert await repository.unfinished_runners() == {"host-b-2"}
 
 
 async def test_a_runner_of_this_machine_is_gone_once_its_process_ended() -> None:
