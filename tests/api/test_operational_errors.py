@@ -8,9 +8,11 @@ import json
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from api.exit_codes import ExitCode
+from tests.api.servers import serve_green
 from tests.api.test_cli import green_agent
 from tests.conftest import pg_url
 from tests.support.fake_llm import FakeReply, serve_fake_llm
@@ -105,3 +107,19 @@ async def test_a_refused_key_fails_the_run_before_any_trial(tmp_path: Path, orac
     assert status == ExitCode.FAILED, output
     assert "refused the API key (HTTP 401)" in output
     assert json.loads((tmp_path / "r.json").read_text())["progress"]["trials_done"] == 0
+
+
+async def test_rest_answers_an_unreachable_judge_with_a_failed_assessment(
+    database_url: str, oracle_url: str
+) -> None:
+    judge = {"model": "j", "base_url": "http://127.0.0.1:9/v1"}
+    async with (
+        serve_green(database_url, judge_model=judge, llm_max_retries=3) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        created = await client.post("/assessments", json={"agent_url": oracle_url})
+        assert created.status_code == 202, created.text
+        body = created.json()  # failed already in the answer to the POST: no trial was queued
+        assert body["status"] == "failed" and body["progress"]["trials_done"] == 0
+        assert body["error"].startswith("LLM 'j' at http://127.0.0.1:9/v1 is unreachable")
+        assert (await client.get(f"/assessments/{body['id']}/trials")).json()["count"] == 0
