@@ -30,10 +30,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from api.cli_errors import explain, validation_summary
+from api.cli_errors import explain, sqlite_problem, validation_summary
 from api.cli_reference import add_reference_agent_command, run_reference_agent
 from api.exit_codes import DEMO_EXIT_CODES_HELP, EXIT_CODES_HELP, ExitCode
-from api.settings import DEFAULT_DATABASE_URL, Settings
+from api.settings import DEFAULT_DATABASE_URL, Settings, normalize_database_url
 
 
 def _settings(**overrides: Any) -> Settings:
@@ -420,6 +420,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         getattr(args, "usage_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
+        if args.command in _DATABASE_COMMANDS:
+            problem = sqlite_problem(_database_url(args))
+            if problem is not None and not debug:
+                print(f"green-agent {args.command}: {problem.message}", file=sys.stderr)
+                return problem.code
         return _dispatch(args)
     except KeyboardInterrupt:
         return 130
@@ -429,6 +434,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise  # a bug (or --debug): the traceback is what helps
         print(f"green-agent {args.command}: {explained.message}", file=sys.stderr)
         return explained.code
+
+
+# Commands that open the database (the others, e.g. reference-agent, never do).
+_DATABASE_COMMANDS = ("serve", "worker", "run", "demo", "db", "keys", "export", "submission", "rescore")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -449,6 +458,16 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("export", "submission", "rescore"):
         return _interop(args)
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _database_url(args: argparse.Namespace) -> str:
+    """The database the command will open (the demo's default is the embedded file, whatever the env says)."""
+    if args.command == "demo":
+        try:
+            return normalize_database_url(args.database_url or DEFAULT_DATABASE_URL)
+        except ValueError:  # malformed: the demo's own settings say so, in one line
+            return str(args.database_url)
+    return _settings(database_url=getattr(args, "database_url", None)).database_url
 
 
 def _database_for_display(args: argparse.Namespace) -> str:

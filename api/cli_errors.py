@@ -9,9 +9,11 @@ from __future__ import annotations
 import socket
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import ValidationError
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from api.exit_codes import ExitCode
 from retail_domain.data import DataError
@@ -47,6 +49,26 @@ def explain(exc: BaseException, database: str) -> Explained | None:
             f"cannot connect to the database at {database}: {reason}; {_REACH_FIX}", ExitCode.FAILED
         )
     return None
+
+
+def sqlite_problem(database_url: str) -> Explained | None:
+    """A SQLite file that cannot be created because its directory does not exist, found before connecting
+    (the driver's failed connect leaves a thread that may print its own traceback as the process ends)."""
+    try:
+        url = make_url(database_url)
+    except ArgumentError:  # malformed: the settings check says so
+        return None
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    directory = Path(url.database).expanduser().parent
+    if directory.is_dir():
+        return None
+    shown = url.render_as_string(hide_password=True)
+    return Explained(
+        f"cannot open the database at {shown}: directory {directory} does not exist; "
+        "check that its directory exists and is writable",
+        ExitCode.FAILED,
+    )
 
 
 def _database_error(exc: DBAPIError, database: str) -> Explained | None:

@@ -29,7 +29,9 @@ def _lines(output: str) -> list[str]:
     [
         (["db", "upgrade", "--database-url", pg_url("no_such_database_i19")], "does not exist; create it", 1),
         (["db", "upgrade", "--database-url", UNREACHABLE_PG], "cannot connect to the database", 1),
-        (["db", "upgrade", "--database-url", "sqlite:////no/such/dir/x.db"], "directory exists", 1),
+        (["db", "upgrade", "--database-url", "sqlite:////no/such/dir/x.db"], "dir does not exist", 1),
+        (["demo", "--database-url", "sqlite:////no/such/dir/x.db"], "dir does not exist", 1),
+        (["demo", "--database-url", "green_agent.db"], "is not supported; use sqlite", 2),
         (["db", "upgrade", "--database-url", "green_agent.db"], "is not supported; use sqlite", 2),
         (
             ["run", "--agent-url", "http://127.0.0.1:9/", "--database-url", UNREACHABLE_PG],
