@@ -84,7 +84,13 @@ def tool_calls(simulation: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def assistant_texts(simulation: Mapping[str, Any]) -> list[str | None]:
-    return [m.get("content") for m in iter_messages(simulation) if m.get("role") == "assistant"]
+    """What the agent said to the customer: its messages without tool calls (text attached to a tool call
+    never reaches the customer, so COMMUNICATE does not count it; docs/scoring.md)."""
+    return [
+        m.get("content")
+        for m in iter_messages(simulation)
+        if m.get("role") == "assistant" and not m.get("tool_calls")
+    ]
 
 
 class Rescorer:
