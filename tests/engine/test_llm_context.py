@@ -155,7 +155,7 @@ async def test_a_context_too_small_for_an_honest_conversation_is_ours(data: Reta
     assert report.excluded["infrastructure_error"] == 1
 
 
-@pytest.mark.parametrize("failure", ["500", "401", "400 other", "timeout"])
+@pytest.mark.parametrize("failure", ["500", "401", "403", "404", "429", "400 other", "timeout"])
 async def test_other_llm_failures_stay_ours_even_after_a_flood(data: RetailData, failure: str) -> None:
     """Two floods (24 KiB, then 36 KiB of agent text) and then the customer-LLM fails in a way the agent
     cannot cause: excluded, whatever the agent sent."""
