@@ -6,6 +6,13 @@ the field names and shapes are theirs, the code is ours. Where this service has 
 optional tau2 field (per-message cost and raw LLM data, reviews, ticks), the field is left out, never
 invented. Required fields without a counterpart are filled with what is closest and true (see
 `git_commit`, `agent_info`).
+
+Excluded trials (no reward: our LLM unavailable, or assertions not judged) are written the way tau2 writes
+excluded work: termination `infrastructure_error`, no `reward_info`, and the reason in the simulation's
+`info` (`error`, `error_type`, and our own termination as `green_agent_termination_reason`). tau2's metrics
+leave exactly those out, so they compute the same avg reward and pass^k as our report
+(docs/tau2-interop.md). A trial with an error keeps it in `info.error` (for a failure of our LLM that the
+agent provoked: `provoked_llm_failure:<cause>: ...`).
 """
 
 from __future__ import annotations
@@ -91,16 +98,23 @@ def tau2_results(source: ExportSource, data: RetailData) -> dict[str, Any]:
     }
 
 
+EXCLUDED_TERMINATION = "infrastructure_error"
+"""tau2's termination for work left out of its metrics (`compute_metrics` skips it)."""
+
+
 def simulation(trial: TrialResult, task: Task, assessment_id: str) -> dict[str, Any]:
     usage = trial.usage
-    return {
+    excluded = trial.reward is None
+    document = {
         "id": simulation_id(assessment_id, trial.task_id, trial.trial),
         "task_id": trial.task_id,
         "timestamp": trial.finished_at.isoformat(),
         "start_time": trial.started_at.isoformat(),
         "end_time": trial.finished_at.isoformat(),
         "duration": (trial.finished_at - trial.started_at).total_seconds(),
-        "termination_reason": _TERMINATION.get(trial.termination_reason, trial.termination_reason),
+        "termination_reason": EXCLUDED_TERMINATION
+        if excluded
+        else _TERMINATION.get(trial.termination_reason, trial.termination_reason),
         "agent_cost": usage.agent.cost_usd if usage and usage.agent else None,
         "user_cost": usage.user.cost_usd if usage and usage.user else None,
         "reward_info": reward_info(trial, task),
@@ -109,6 +123,27 @@ def simulation(trial: TrialResult, task: Task, assessment_id: str) -> dict[str, 
         "seed": trial.seed,
         "mode": "half_duplex",
     }
+    info = _simulation_info(trial)
+    if info:
+        document["info"] = info
+    return document
+
+
+def _simulation_info(trial: TrialResult) -> dict[str, Any] | None:
+    """The simulation's `info`: why an excluded trial was left out (tau2's `error`/`error_type` keys), or
+    the error a scored trial ended with."""
+    if trial.reward is None:
+        if trial.termination_reason == EXCLUDED_TERMINATION:
+            error_type, error = EXCLUDED_TERMINATION, trial.error or "our user simulator or judge failed"
+        else:
+            error_type = "not_judged"
+            error = "NL assertions not judged (no judge configured): the reward is unknown, so excluded"
+        return {
+            "error": error,
+            "error_type": error_type,
+            "green_agent_termination_reason": trial.termination_reason,
+        }
+    return {"error": trial.error} if trial.error else None
 
 
 def messages(trial: TrialResult) -> list[dict[str, Any]]:

@@ -183,12 +183,36 @@ async def test_a_document_that_is_not_a_results_file_is_refused(data: RetailData
         await rescore_document({"tasks": []}, data)
     with pytest.raises(InvalidResultsFile, match="malformed"):
         await rescore_document({"tasks": [{"id": "1"}], "simulations": []}, data)
-    broken = {"task_id": "0", "termination_reason": "user_stop", "reward_info": {"reward": 1.0}}
-    for messages in ([{"role": "assistant", "tool_calls": ["not a call"]}], "not a list of messages"):
-        with pytest.raises(InvalidResultsFile, match="simulation 1 is malformed"):
-            await rescore_document(
-                {"simulations": [{**broken, "messages": []}, {**broken, "messages": messages}]}, data
-            )
+    broken = {
+        "id": "s",
+        "task_id": "0",
+        "start_time": "s",
+        "end_time": "e",
+        "duration": 1.0,
+        "termination_reason": "user_stop",
+        "reward_info": {"reward": 1.0},
+    }
+    with pytest.raises(InvalidResultsFile, match="simulation 1 is malformed"):
+        messages = [{"role": "assistant", "tool_calls": ["not a call"]}]
+        await rescore_document(
+            {"simulations": [{**broken, "messages": []}, {**broken, "messages": messages}]}, data
+        )
+    # What tau2 itself refuses to load is refused before any simulation is scored, naming the field.
+    refused: list[tuple[dict[str, Any], str]] = [
+        ({"messages": "not a list of messages"}, "messages"),
+        ({"task_id": None}, "task_id"),
+        ({"task_id": 0}, "task_id"),
+        ({"termination_reason": "gave_up"}, "termination_reason"),
+        ({"duration": "long"}, "duration"),
+    ]
+    for change, field in refused:
+        with pytest.raises(InvalidResultsFile, match=f"simulation 1 is not one tau2 accepts: {field}"):
+            await rescore_document({"simulations": [broken, {**broken, **change}]}, data)
+    without_task = {k: v for k, v in broken.items() if k != "task_id"}
+    with pytest.raises(
+        InvalidResultsFile, match="simulation 0 is not one tau2 accepts: task_id: Field required"
+    ):
+        await rescore_document({"simulations": [without_task, broken]}, data)
 
 
 def _source(report: AssessmentReport) -> ExportSource:
