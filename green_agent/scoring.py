@@ -39,6 +39,7 @@ from green_agent.usage import TrialUsage, Usage, priced
 from retail_domain import (
     ActionCheck,
     CommunicateCheck,
+    DbCheck,
     Task,
     TerminationReason,
     ToolCall,
@@ -71,6 +72,7 @@ async def score(
     gold_hash = data.gold(task.id).db_hash
     db = check_db(state.db_hash, gold_hash) if state.db_hash is not None else None
     db_matched = db.matched if db else False
+    unfinished = reason == TerminationReason.INFRASTRUCTURE_ERROR  # our customer failed mid-conversation
     judgement = _Judgement(status="not_judged" if task.judged else "not_required")
     # The judge is asked only when its verdicts can still change the reward: after a clean exit, with every
     # other component of the reward basis passed. A trial already at 0 is scored 0 without it (never excluded
@@ -99,14 +101,7 @@ async def score(
     nl_rate = sum(v.passed for v in verdicts) / len(verdicts) if verdicts else None
 
     signals = [
-        Signal(
-            name=SIGNAL_DB,
-            passed=db.matched if db else None,
-            counts="DB" in task.reward_basis,
-            detail=("final DB equals the gold DB" if db.matched else "final DB differs from the gold DB")
-            if db
-            else "no final DB",
-        ),
+        _db_signal(task, db, unfinished),
         _nl_signal(task, judgement, nl_rate, reward),
         *exit_and_diagnostic_signals(task, reason, actions, communicate),
     ]
@@ -183,6 +178,19 @@ def _check_signal(name: str, checks: list[bool], counts: bool, what: str, nothin
         return Signal(name=name, passed=None, counts=False, detail=f"{nothing} in this task (not applicable)")
     detail = f"{sum(checks)}/{len(checks)} {what}" + ("" if counts else " (diagnostic)")
     return Signal(name=name, passed=all(checks), counts=counts, detail=detail)
+
+
+def _db_signal(task: Task, db: DbCheck | None, unfinished: bool) -> Signal:
+    """DB_STATE_MATCH; not evaluated when our customer failed mid-conversation (the trial is excluded: a DB
+    the conversation never finished with is no verdict on the agent)."""
+    counts = "DB" in task.reward_basis
+    if unfinished:
+        detail = "not checked: our user simulator failed before the conversation ended (trial excluded)"
+        return Signal(name=SIGNAL_DB, passed=None, counts=counts, detail=detail)
+    if db is None:
+        return Signal(name=SIGNAL_DB, passed=None, counts=counts, detail="no final DB")
+    detail = "final DB equals the gold DB" if db.matched else "final DB differs from the gold DB"
+    return Signal(name=SIGNAL_DB, passed=db.matched, counts=counts, detail=detail)
 
 
 def _nl_signal(task: Task, judgement: _Judgement, rate: float | None, reward: float | None) -> Signal:

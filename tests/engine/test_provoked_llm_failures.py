@@ -90,6 +90,8 @@ async def test_a_content_policy_refusal_before_the_agent_spoke_is_ours(data: Ret
     assert result.termination_reason == "infrastructure_error" and result.reward is None
     assert "content_policy_violation" in (result.error or "") or "usage policy" in (result.error or "")
     assert report.excluded["infrastructure_error"] == 1 and not report.complete
+    db = next(s for s in result.signals if s.name == "DB_STATE_MATCH")
+    assert db.passed is None and "not checked" in db.detail  # never shown as a DB failure
 
 
 async def test_the_judge_refusing_the_agents_text_is_the_agents(data: RetailData) -> None:
