@@ -7,12 +7,12 @@ optional tau2 field (per-message cost and raw LLM data, reviews, ticks), the fie
 invented. Required fields without a counterpart are filled with what is closest and true (see
 `git_commit`, `agent_info`).
 
-Excluded trials (no reward: our LLM unavailable, or assertions not judged) are written the way tau2 writes
-excluded work: termination `infrastructure_error`, no `reward_info`, and the reason in the simulation's
-`info` (`error`, `error_type`, and our own termination as `green_agent_termination_reason`). tau2's metrics
-leave exactly those out, so they compute the same avg reward and pass^k as our report
-(docs/tau2-interop.md). A trial with an error keeps it in `info.error` (for a failure of our LLM that the
-agent provoked: `provoked_llm_failure:<cause>: ...`).
+Excluded trials (no reward: our LLM unavailable, or assertions not judged) are left out of the file, so
+that tau2's `compute_metrics` gives the same avg reward and pass^k as our report whatever pandas it runs on
+(tau2 writes its own excluded work as `infrastructure_error` simulations, but v1.0.1's filter for them fails
+under pandas 3, which its requirements allow; docs/tau2-interop.md). A scored trial with an error keeps it
+in the simulation's `info.error` (for a failure of our LLM that the agent provoked:
+`provoked_llm_failure:<cause>: ...`).
 """
 
 from __future__ import annotations
@@ -62,11 +62,13 @@ def simulation_id(assessment_id: str, task_id: str, trial: int) -> str:
 
 
 def tau2_results(source: ExportSource, data: RetailData) -> dict[str, Any]:
-    """The whole results document (JSON-ready), simulations in trial-major, tasks.json order."""
+    """The whole results document (JSON-ready), simulations in trial-major, tasks.json order; excluded
+    trials (no reward) left out (see the module's docstring)."""
     config = source.config
     task_ids = sorted({t.task_id for t in source.trials}, key=_task_order(data))
     order = _task_order(data)
-    trials = sorted(source.trials, key=lambda t: (t.trial, order(t.task_id)))
+    scored = [t for t in source.trials if t.reward is not None]
+    trials = sorted(scored, key=lambda t: (t.trial, order(t.task_id)))
     run = source.report.run_info if source.report is not None else None
     user_info: dict[str, Any] = {
         "implementation": "user_simulator" if run is None or run.user_model else "scripted_user",
@@ -98,13 +100,8 @@ def tau2_results(source: ExportSource, data: RetailData) -> dict[str, Any]:
     }
 
 
-EXCLUDED_TERMINATION = "infrastructure_error"
-"""tau2's termination for work left out of its metrics (`compute_metrics` skips it)."""
-
-
 def simulation(trial: TrialResult, task: Task, assessment_id: str) -> dict[str, Any]:
     usage = trial.usage
-    excluded = trial.reward is None
     document = {
         "id": simulation_id(assessment_id, trial.task_id, trial.trial),
         "task_id": trial.task_id,
@@ -112,9 +109,7 @@ def simulation(trial: TrialResult, task: Task, assessment_id: str) -> dict[str, 
         "start_time": trial.started_at.isoformat(),
         "end_time": trial.finished_at.isoformat(),
         "duration": (trial.finished_at - trial.started_at).total_seconds(),
-        "termination_reason": EXCLUDED_TERMINATION
-        if excluded
-        else _TERMINATION.get(trial.termination_reason, trial.termination_reason),
+        "termination_reason": _TERMINATION.get(trial.termination_reason, trial.termination_reason),
         "agent_cost": usage.agent.cost_usd if usage and usage.agent else None,
         "user_cost": usage.user.cost_usd if usage and usage.user else None,
         "reward_info": reward_info(trial, task),
@@ -123,27 +118,9 @@ def simulation(trial: TrialResult, task: Task, assessment_id: str) -> dict[str, 
         "seed": trial.seed,
         "mode": "half_duplex",
     }
-    info = _simulation_info(trial)
-    if info:
-        document["info"] = info
+    if trial.error:  # where tau2 keeps a simulation's error
+        document["info"] = {"error": trial.error}
     return document
-
-
-def _simulation_info(trial: TrialResult) -> dict[str, Any] | None:
-    """The simulation's `info`: why an excluded trial was left out (tau2's `error`/`error_type` keys), or
-    the error a scored trial ended with."""
-    if trial.reward is None:
-        if trial.termination_reason == EXCLUDED_TERMINATION:
-            error_type, error = EXCLUDED_TERMINATION, trial.error or "our user simulator or judge failed"
-        else:
-            error_type = "not_judged"
-            error = "NL assertions not judged (no judge configured): the reward is unknown, so excluded"
-        return {
-            "error": error,
-            "error_type": error_type,
-            "green_agent_termination_reason": trial.termination_reason,
-        }
-    return {"error": trial.error} if trial.error else None
 
 
 def messages(trial: TrialResult) -> list[dict[str, Any]]:
@@ -185,7 +162,7 @@ def messages(trial: TrialResult) -> list[dict[str, Any]]:
 
 
 def reward_info(trial: TrialResult, task: Task) -> dict[str, Any] | None:
-    """tau2's RewardInfo; None for a trial without a reward (excluded), as tau2 has it for infra errors."""
+    """tau2's RewardInfo; None for a trial without a reward (excluded; never exported)."""
     if trial.reward is None:
         return None
     if not is_clean_exit(trial.termination_reason):

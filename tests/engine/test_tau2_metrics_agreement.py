@@ -53,7 +53,8 @@ def assert_same_numbers(document: Any, report: AssessmentReport) -> None:
 async def test_a_demo_without_judge_exports_the_numbers_it_reports(data: RetailData) -> None:
     """The issue's case: the oracle, the scripted customer, no judge. Tasks 2 and 24 need the judge, so their
     trials are not judged and excluded from our metrics; before, the export wrote them as user_stop without
-    a reward, which tau2 counts as failures (its pass^1 0.649 against our 1.0 over the 114 tasks)."""
+    a reward, which tau2 counts as failures (its pass^1 0.649 against our 1.0 over the 114 tasks). Now they
+    are left out of the file."""
     tasks = ["0", "2", "5", "10", "24"]
     async with serve_reference_agent("oracle", data=data) as url:
         config = AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=tasks), trials=2)
@@ -61,11 +62,9 @@ async def test_a_demo_without_judge_exports_the_numbers_it_reports(data: RetailD
     assert report.partial_reasons == {"not_judged": 4} and report.pass_hat_k == {1: 1.0, 2: 1.0}
     document = export(data, config, report, events.results)
     assert_same_numbers(document, report)
-    left_out = [s for s in document["simulations"] if s["task_id"] in ("2", "24")]
-    assert {s["termination_reason"] for s in left_out} == {"infrastructure_error"}
-    assert all(s["reward_info"] is None and s["messages"] for s in left_out)  # transcripts kept
-    assert {s["info"]["error_type"] for s in left_out} == {"not_judged"}
-    assert {s["info"]["green_agent_termination_reason"] for s in left_out} == {"user_stop"}
+    exported = sorted((s["task_id"], s["trial"]) for s in document["simulations"])
+    assert exported == sorted((task, k) for task in ("0", "5", "10") for k in range(2))
+    assert all(s["reward_info"] is not None for s in document["simulations"])
 
 
 async def test_a_partial_assessment_with_our_failures_and_the_agents_exports_the_numbers_it_reports(
@@ -112,5 +111,6 @@ async def test_a_partial_assessment_with_our_failures_and_the_agents_exports_the
     assert {s["termination_reason"] for s in charged} == {"agent_error"}
     assert all(s["reward_info"]["reward"] == 0.0 for s in charged)
     assert all(s["info"]["error"].startswith("provoked_llm_failure:content_policy") for s in charged)
-    excluded = [s for s in document["simulations"] if s["termination_reason"] == "infrastructure_error"]
-    assert [(s["task_id"], s["info"]["error_type"]) for s in excluded] == [("5", "infrastructure_error")]
+    # task 5's first trial (our customer down) is left out; its second is there
+    assert [s["trial"] for s in document["simulations"] if s["task_id"] == "5"] == [1]
+    assert len(document["simulations"]) == 9
