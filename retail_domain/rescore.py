@@ -160,7 +160,7 @@ class Rescorer:
             action_matches=Comparison(stored_actions, (actions or None) if clean else None),
             communicate_met=Comparison(stored_said, (said or None) if clean else None),
             replay_mismatches=mismatches,
-            nl_pending=pending if clean else (),
+            nl_pending=pending if result.reward is None else (),  # only while the judge can matter
             note=None if task_id in self.tasks else "task definition taken from the installed data",
             db_hash=db_hash,
             gold_hash=gold_hash,

@@ -143,16 +143,19 @@ async def test_v1_file_needs_a_judge_for_nl_tasks_and_flags_replay_mismatches(da
     )
     write["content"] = "Error: something else was recorded"
     document = {
-        "tasks": [data.task_document("24"), data.task_document("20")],
+        "tasks": [data.task_document("24"), data.task_document("20"), data.task_document("2")],
         "simulations": [
             _simulation(
                 data, "24", calls=gold24, said="Polyester and cotton.", reward_info=_stored(1.0, True)
             ),
             tampered,
+            # task 2 needs the judge, but nothing was done: the DB check fails, so 0 without a judge
+            _simulation(data, "2", calls=[], said="Ten options.", reward_info=_stored(0.0, False)),
         ],
     }
     unjudged = await rescore_document(copy.deepcopy(document), data)
-    first, second = unjudged.simulations
+    first, second, third = unjudged.simulations
+    assert third.reward == 0.0 and third.reward_agrees is True and not third.nl_judged
     assert first.reward is None and first.reward_agrees is None and "not judged" in (first.note or "")
     assert first.db_agrees is True and unjudged.totals.rewards_unknown == 1
     assert second.reward == 1.0 and second.replay_mismatches == 1  # the DB still matches gold
@@ -174,7 +177,8 @@ async def test_v1_file_needs_a_judge_for_nl_tasks_and_flags_replay_mismatches(da
     assert failed.simulations[0].reward is None and "judge failed" in (failed.simulations[0].note or "")
     assert failed.simulations[1].reward_agrees is True  # the other simulations still re-scored
     assert judged.simulations[0].reward == 1.0 and judged.simulations[0].nl_judged
-    assert judged.totals.rewards_agree == judged.totals.rewards_compared == 2
+    assert judged.totals.rewards_agree == judged.totals.rewards_compared == 3
+    assert failed.simulations[2].reward == 0.0  # never asked, so never failed by the judge
     assert len(fake.requests) == 1 and "Polyester and cotton." in fake.requests[0]["messages"][1]["content"]
 
 
