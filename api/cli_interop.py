@@ -30,7 +30,8 @@ async def export(settings: Settings, assessment_id: str, output: Path) -> int:
             print(f"cannot export: {_message(exc)}", file=sys.stderr)
             return ExitCode.FAILED
     write_json(document, output)
-    print(f"tau2 results file written to {output} ({len(document['simulations'])} simulations)")
+    count = len(document["simulations"])
+    print(f"tau2 results file written to {output} ({count} simulations; excluded trials are left out)")
     return ExitCode.OK
 
 

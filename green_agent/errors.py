@@ -15,8 +15,11 @@ Foreign exceptions (httpx, a2a-sdk, openai) are translated where they enter: in 
     │                               found before any trial is queued: the assessment fails at once
     └── InfrastructureError         our own dependency failed: `infrastructure_error`, excluded from metrics
         └── LLMError                the user-simulator or judge LLM kept failing after its retries
-            └── LLMContextTooLong   the LLM refused the conversation as too long (HTTP 400): charged to the
-                                    agent when its own text fills the conversation (limits.py), else ours
+            ├── LLMContextTooLong   the LLM refused the conversation as too long (HTTP 400): charged to the
+            │                       agent when its own text fills the conversation (limits.py), else ours
+            └── LLMRefusedConversation  a content-policy refusal, or a reply unusable on every attempt
+                                    (content filter, refusal, empty): charged to the agent once its text
+                                    is in the conversation (limits.py), else ours
 
 `ConfigError` (in `config.py`, a `ValueError`) is separate: it is raised before an assessment starts.
 """
@@ -83,3 +86,15 @@ class LLMContextTooLong(LLMError):
     """The LLM refused the request as longer than its context (HTTP 400, `context_length_exceeded` or a
     message saying so). Deterministic on the input, so never retried; who pays is decided by the trial
     (`limits.llm_failure_outcome`), and it stays an infrastructure error when unsure."""
+
+
+class LLMRefusedConversation(LLMError):
+    """The LLM failed in a way that depends on what the conversation says: the provider's content policy
+    refused the request, or every reply was cut by its content filter, a refusal, or empty. Agent text can
+    provoke each of these, so once the agent has spoken the trial charges it (`limits.llm_failure_outcome`).
+
+    `cause` is one of "content_policy", "content_filter", "refusal", "empty_reply"."""
+
+    def __init__(self, message: str, cause: str) -> None:
+        super().__init__(message)
+        self.cause = cause

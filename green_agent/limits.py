@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from green_agent.errors import InfrastructureError, LLMContextTooLong
+from green_agent.errors import InfrastructureError, LLMContextTooLong, LLMRefusedConversation
 from retail_domain import TerminationReason
 
 KIB = 1024
@@ -192,24 +192,51 @@ def message_bytes(content: str | None, tool_calls: Iterable[Any] | None = None) 
     return size
 
 
-# -- who pays when our LLM refuses the conversation ---------------------------------------------------------
+# -- who pays when our LLM fails --------------------------------------------------------------------------
 
 
 def llm_failure_outcome(
-    exc: InfrastructureError, agent_bytes: int, limits: AgentLimits
+    exc: InfrastructureError, agent_bytes: int, limits: AgentLimits, party: str = "customer"
 ) -> tuple[TerminationReason, str]:
-    """The termination and stored reason for a user-simulator or judge failure, `agent_bytes` into the trial.
+    """The termination and stored error for a failure of the customer's (user simulator's) or the judge's
+    LLM (`party`), `agent_bytes` into the trial (what the agent had put before our LLMs: its messages and the
+    tool results it asked for).
 
-    Only a refusal of the conversation as too long for the model's context (`LLMContextTooLong`, a 400 that
-    no retry changes) can be the agent's doing, and it is charged to the agent only when the agent's own
-    text and tool results fill at least half of `max_agent_text_bytes_per_trial`: far more than any honest
-    conversation weighs (README, Scoring). Under that, the model's context is too small for an honest
-    conversation, a configuration of ours: like every other failure, it is an excluded infrastructure error.
+    The rule (docs/scoring.md, "Who pays for a failure of our LLMs"): a failure that the agent's text can
+    provoke is the agent's, once its text is in the conversation; every other failure is ours.
+
+    * `LLMRefusedConversation` (content-policy refusal; a reply cut by the content filter, refused or empty
+      on every attempt) depends only on what the conversation says. With agent text in it (`agent_bytes` >
+      0), the agent pays: an honest agent never gets there, and retried at temperature 0 it is what the
+      conversation makes the model do. Before the agent has said anything (the customer's opening), ours.
+    * `LLMContextTooLong` is the agent's only when its own text and tool results fill at least half of
+      `max_agent_text_bytes_per_trial`: far more than any honest conversation weighs. Under that, the model's
+      context is too small for an honest conversation, a configuration of ours.
+    * Everything else (connection errors, timeouts, 401/403/404, 429, 5xx, other 400s) no text can cause:
+      an excluded infrastructure error.
     """
+    if isinstance(exc, LLMRefusedConversation) and agent_bytes > 0:
+        return TerminationReason.AGENT_ERROR, (
+            f"{LLM_FAILURE_CODE}:{exc.cause}: the {party} LLM failed on a conversation holding the agent's "
+            f"text ({_CAUSES.get(exc.cause, exc.cause)}), so the trial is the agent's failure: {exc}"
+        )
+    prefix = "judge failed: " if party == "judge" else f"{type(exc).__name__}: "
     if isinstance(exc, LLMContextTooLong) and 2 * agent_bytes >= limits.max_agent_text_bytes_per_trial:
         return TerminationReason.AGENT_ERROR, (
-            f"the agent put {agent_bytes} bytes before our LLM (half of max_agent_text_bytes_per_trial="
-            f"{limits.max_agent_text_bytes_per_trial} or more), which refused the conversation as too "
-            f"long: {exc}"
+            f"{prefix}the agent put {agent_bytes} bytes before our LLM (half of "
+            f"max_agent_text_bytes_per_trial={limits.max_agent_text_bytes_per_trial} or more), which refused "
+            f"the conversation as too long: {exc}"
         )
-    return TerminationReason.INFRASTRUCTURE_ERROR, str(exc)
+    return TerminationReason.INFRASTRUCTURE_ERROR, prefix + str(exc)
+
+
+LLM_FAILURE_CODE = "provoked_llm_failure"
+"""Leads the error of a trial charged for a failure of our LLM that its text provoked, followed by `:` and
+the cause (`provoked_llm_failure:content_policy`), so reports, the UI and exports can name it."""
+
+_CAUSES = {
+    "content_policy": "the provider's content policy refused it",
+    "content_filter": "the provider's content filter cut every reply",
+    "refusal": "the model refused to answer on every attempt",
+    "empty_reply": "the model's reply was empty on every attempt",
+}

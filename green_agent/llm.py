@@ -3,9 +3,18 @@ and the `llm` reference agent.
 
 Why our own retry loop instead of the client's: the client does not retry a reply that is empty, and we want
 one place that decides what is transient (connection, timeout, 408/409/429/5xx, empty reply) and what is a
-configuration mistake (401, 404, 400) that no retry will fix. Both end in `LLMError` once retries are spent.
-A 400 that says the conversation is longer than the model's context raises `LLMContextTooLong`: the one
-failure the conversation itself (and so possibly the white agent) can cause.
+configuration mistake (401, 403, 404, other 400s) that no retry will fix. Both end in `LLMError` once retries
+are spent.
+
+Two kinds of failure depend on what the conversation says, and so may have been provoked by the white agent
+(docs/scoring.md, "Who pays for a failure of our LLMs"); each raises its own `LLMError` subclass so that the
+trial can charge it:
+
+* `LLMContextTooLong`: a 400 saying the conversation is longer than the model's context;
+* `LLMRefusedConversation`: the provider's content policy refused the request (a 400 with code
+  `content_policy_violation`, `content_filter` or `invalid_prompt`, or a message saying so; never retried),
+  or the model's reply stayed unusable on every attempt: cut by the provider's content filter
+  (`finish_reason` `content_filter`), a refusal (`message.refusal`), or empty. Its `cause` names which.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import openai
 from openai import AsyncOpenAI
 
 from green_agent.config import LLMEndpoint
-from green_agent.errors import LLMContextTooLong, LLMError
+from green_agent.errors import LLMContextTooLong, LLMError, LLMRefusedConversation
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +44,12 @@ _CONTEXT_TOO_LONG = re.compile(
 )
 """How OpenAI-compatible servers word a 400 for an over-long prompt when they send no `code` (vLLM, llama.cpp,
 LiteLLM in front of other vendors). Only ever read on a 400."""
+_POLICY_CODES = frozenset({"content_policy_violation", "content_filter", "invalid_prompt"})
+_POLICY_WORDS = re.compile(
+    r"content[ _]?(management )?polic|content[ _]filter|usage polic|safety system|flagged as", re.IGNORECASE
+)
+"""How a 400 says the provider's content policy refused the prompt: OpenAI's and Azure's codes, and the words
+of gateways that send no code (LiteLLM, vLLM guardrails). Only ever read on a 400."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,9 @@ class LLMReply:
     content: str | None
     tool_calls: tuple[LLMToolCall, ...] = ()
     usage: TokenUsage = TokenUsage()
+    finish_reason: str | None = None
+    refusal: str | None = None
+    """The model's refusal text, when the endpoint sends one (OpenAI's `message.refusal`)."""
 
 
 @dataclass(frozen=True)
@@ -141,16 +159,20 @@ class ChatLLM:
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
 
         last_problem = ""
+        refused = ""  # the cause, when the last attempt failed for what its reply held
         usage = TokenUsage()
         for attempt in range(self.retry.max_retries + 1):
             if attempt:
                 await asyncio.sleep(self.retry.delay(attempt - 1))
+            refused = ""
             try:
                 completion = await self._create(kwargs)
             except openai.APIStatusError as exc:
                 last_problem = f"HTTP {exc.status_code}: {_short(exc.message)}"
                 if _context_too_long(exc):
                     raise LLMContextTooLong(self._failed(last_problem)) from None
+                if _content_policy(exc):  # decided on the prompt alone: the same prompt is refused again
+                    raise LLMRefusedConversation(self._failed(last_problem), "content_policy") from None
                 if exc.status_code < 500 and exc.status_code not in _TRANSIENT_STATUS:
                     break  # a configuration mistake (bad model, key, request): retrying will not help
                 continue
@@ -162,10 +184,17 @@ class ChatLLM:
                 continue
             usage = usage + _usage(completion)
             reply = _to_reply(completion)
-            if reply is None or (require_text and not (reply.content or "").strip() and not reply.tool_calls):
-                last_problem = "the model returned an empty reply"
+            if reply is None:
+                last_problem = "the endpoint's response held no choices"
                 continue
+            if require_text:
+                refused = _unusable(reply)
+                if refused:
+                    last_problem = _UNUSABLE[refused]
+                    continue
             return dataclasses.replace(reply, usage=usage)
+        if refused:
+            raise LLMRefusedConversation(self._failed(last_problem), refused)
         raise LLMError(self._failed(last_problem))
 
     async def _create(self, kwargs: dict[str, Any]) -> Any:
@@ -224,6 +253,29 @@ def _context_too_long(exc: openai.APIStatusError) -> bool:
     )
 
 
+_UNUSABLE = {
+    "content_filter": "the provider's content filter cut the reply (finish_reason content_filter)",
+    "refusal": "the model refused to answer",
+    "empty_reply": "the model returned an empty reply",
+}
+
+
+def _unusable(reply: LLMReply) -> str:
+    """Why a reply that must hold text cannot be used (a key of `_UNUSABLE`), or "" when it can."""
+    if reply.finish_reason == "content_filter":
+        return "content_filter"
+    if (reply.content or "").strip() or reply.tool_calls:
+        return ""
+    return "refusal" if reply.refusal else "empty_reply"
+
+
+def _content_policy(exc: openai.APIStatusError) -> bool:
+    """A 400 saying the provider's content policy refused the prompt."""
+    if exc.status_code != 400:
+        return False
+    return getattr(exc, "code", None) in _POLICY_CODES or bool(_POLICY_WORDS.search(exc.message))
+
+
 def _to_reply(completion: Any) -> LLMReply | None:
     choices = getattr(completion, "choices", None)
     if not choices:
@@ -243,7 +295,13 @@ def _to_reply(completion: Any) -> LLMReply | None:
                 id=call.id, name=function.name, arguments=arguments if isinstance(arguments, dict) else {}
             )
         )
-    return LLMReply(content=message.content, tool_calls=tuple(calls))
+    refusal = getattr(message, "refusal", None)
+    return LLMReply(
+        content=message.content,
+        tool_calls=tuple(calls),
+        finish_reason=getattr(choices[0], "finish_reason", None),
+        refusal=refusal if isinstance(refusal, str) and refusal else None,
+    )
 
 
 def _usage(completion: Any) -> TokenUsage:

@@ -9,8 +9,9 @@ Who pays for what (the README's scoring rule): whatever goes wrong while receivi
 scoring what the agent sent is charged to the agent: `agent_error` for its own failures and for breaking a
 bound (`green_agent.limits`), `internal_error` for a bug of ours met on the way (logged with its traceback).
 Both score 0 and are never excluded. Only `InfrastructureError` (our user simulator or judge unavailable) is
-excluded, after the engine has retried the trial; our LLM refusing a conversation the agent flooded is the
-agent's (`limits.llm_failure_outcome`).
+excluded, after the engine has retried the trial; a failure of our LLM that the agent's text can provoke
+(content-policy refusal, unusable replies, a context it flooded) is the agent's
+(`limits.llm_failure_outcome`).
 """
 
 from __future__ import annotations
@@ -160,9 +161,9 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
             raise FirstContactFailed() from exc
         deps.contact.reached = True  # it timed out or answered wrongly: it was there
         reason, state.error = TerminationReason.AGENT_ERROR, _describe(exc)
-    except InfrastructureError as exc:  # excluded, unless the agent flooded the user simulator's context
-        reason, why = llm_failure_outcome(exc, state.agent_bytes, deps.limits)
-        state.error = _describe_text(f"{type(exc).__name__}: {why}")
+    except InfrastructureError as exc:  # excluded, unless the agent's text provoked it (limits.py)
+        reason, why = llm_failure_outcome(exc, state.agent_bytes, deps.limits, "customer")
+        state.error = _describe_text(why)
     except Exception as exc:  # a bug of ours, met while handling the agent's input: it scores 0, never helps
         log.exception("trial %s/%s met an internal error", spec.task.id, spec.trial)
         reason, state.error = TerminationReason.INTERNAL_ERROR, f"internal error: {_describe(exc)}"

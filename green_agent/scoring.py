@@ -2,8 +2,14 @@
 
 The reward is retail_domain's `score_trial` (tau2's rule). On top, named signals explain the verdict:
 DB_STATE_MATCH, NL_ASSERTION and CLEAN_EXIT gate success; ACTION_MATCH and COMMUNICATE are diagnostics. The
-judge runs only after a clean exit, only for tasks whose reward needs it; with no judge configured every
-trial of such a task has no reward (`nl_status="not_judged"`) and is excluded from the metrics, visibly.
+judge runs only for tasks whose reward needs it, and only when its verdicts can still change the reward (a
+clean exit whose DB check passed): a trial already at 0 is scored 0 without it. With no judge configured,
+the trials of such a task whose reward is not already 0 have no reward (`nl_status="not_judged"`) and are
+excluded from the metrics, visibly.
+
+COMMUNICATE and the judge read only what the customer saw (`customer_visible_texts`,
+`judge.customer_visible`): text the agent attaches to a tool call never reaches the customer, so it counts
+for neither.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from green_agent.errors import InfrastructureError
+from green_agent.judge import customer_visible_texts
 from green_agent.limits import llm_failure_outcome
 from green_agent.llm import TokenUsage
 from green_agent.metrics import is_success
@@ -32,6 +39,7 @@ from green_agent.usage import TrialUsage, Usage, priced
 from retail_domain import (
     ActionCheck,
     CommunicateCheck,
+    DbCheck,
     Task,
     TerminationReason,
     ToolCall,
@@ -61,24 +69,24 @@ async def score(
     spec: TrialSpec, deps: TrialDeps, state: TrialState, reason: TerminationReason, started: datetime
 ) -> TrialResult:
     task, data, judge = spec.task, deps.data, deps.judge
+    gold_hash = data.gold(task.id).db_hash
+    db = check_db(state.db_hash, gold_hash) if state.db_hash is not None else None
+    db_matched = db.matched if db else False
+    unfinished = reason == TerminationReason.INFRASTRUCTURE_ERROR  # our customer failed mid-conversation
     judgement = _Judgement(status="not_judged" if task.judged else "not_required")
-    if task.judged and judge is not None and is_clean_exit(reason):
+    # The judge is asked only when its verdicts can still change the reward: after a clean exit, with every
+    # other component of the reward basis passed. A trial already at 0 is scored 0 without it (never excluded
+    # for a judge failure, and the call is saved).
+    if task.judged and judge is not None and score_trial(task, reason, db_matched, None).reward is None:
         try:
             outcome = await judge.judge(task.nl_assertions, state.transcript)
             judgement = _Judgement("judged", outcome.verdicts, outcome.judge_input, outcome.usage)
-        except InfrastructureError as exc:  # excluded, unless the agent flooded the judge's context
-            reason, why = llm_failure_outcome(exc, state.agent_bytes, deps.limits)
-            state.error = f"judge failed: {why}"
+        except InfrastructureError as exc:  # excluded, unless the agent's text provoked it (limits.py)
+            reason, state.error = llm_failure_outcome(exc, state.agent_bytes, deps.limits, "judge")
 
-    gold_hash = data.gold(task.id).db_hash
-    db = check_db(state.db_hash, gold_hash) if state.db_hash is not None else None
     verdict_flags = [v.passed for v in judgement.verdicts] if judgement.status == "judged" else None
-    reward = score_trial(task, reason, db.matched if db else False, verdict_flags).reward
-    if task.judged and judge is None and reason != TerminationReason.INFRASTRUCTURE_ERROR:
-        # With no judge this task cannot be scored as tau2 scores it, however the trial ended: all its trials
-        # are excluded. Counting only the ones whose reward is 0 anyway (an unclean exit, a DB mismatch) would
-        # bias the assessment downwards.
-        reward = None
+    # With no judge, a judged task's reward stays unknown (excluded, `not_judged`) unless it is 0 anyway.
+    reward = score_trial(task, reason, db_matched, verdict_flags).reward
 
     calls = [
         ToolCall(call.name, call.arguments)
@@ -87,21 +95,14 @@ async def score(
         for call in message.tool_calls or ()
     ]
     actions = check_actions(task.gold_actions, calls)
-    said = [m.content for m in state.transcript if m.role == "assistant"]
+    said = customer_visible_texts(state.transcript)
     communicate = check_communicate(task.communicate_info, said)
     verdicts = judgement.verdicts
     nl_rate = sum(v.passed for v in verdicts) / len(verdicts) if verdicts else None
 
     signals = [
-        Signal(
-            name=SIGNAL_DB,
-            passed=db.matched if db else None,
-            counts="DB" in task.reward_basis,
-            detail=("final DB equals the gold DB" if db.matched else "final DB differs from the gold DB")
-            if db
-            else "no final DB",
-        ),
-        _nl_signal(task, judgement, nl_rate),
+        _db_signal(task, db, unfinished),
+        _nl_signal(task, judgement, nl_rate, reward),
         *exit_and_diagnostic_signals(task, reason, actions, communicate),
     ]
     return TrialResult(
@@ -179,7 +180,20 @@ def _check_signal(name: str, checks: list[bool], counts: bool, what: str, nothin
     return Signal(name=name, passed=all(checks), counts=counts, detail=detail)
 
 
-def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:
+def _db_signal(task: Task, db: DbCheck | None, unfinished: bool) -> Signal:
+    """DB_STATE_MATCH; not evaluated when our customer failed mid-conversation (the trial is excluded: a DB
+    the conversation never finished with is no verdict on the agent)."""
+    counts = "DB" in task.reward_basis
+    if unfinished:
+        detail = "not checked: our user simulator failed before the conversation ended (trial excluded)"
+        return Signal(name=SIGNAL_DB, passed=None, counts=counts, detail=detail)
+    if db is None:
+        return Signal(name=SIGNAL_DB, passed=None, counts=counts, detail="no final DB")
+    detail = "final DB equals the gold DB" if db.matched else "final DB differs from the gold DB"
+    return Signal(name=SIGNAL_DB, passed=db.matched, counts=counts, detail=detail)
+
+
+def _nl_signal(task: Task, judgement: _Judgement, rate: float | None, reward: float | None) -> Signal:
     counts = "NL_ASSERTION" in task.reward_basis
     if judgement.status == "judged":
         passed = sum(v.passed for v in judgement.verdicts)
@@ -187,6 +201,8 @@ def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:
         return Signal(name=SIGNAL_NL, passed=rate == 1.0, counts=counts, detail=detail)
     if judgement.status == "not_judged":
         detail = f"{len(task.nl_assertions)} assertions not judged"
+        if reward == 0.0:
+            detail += " (not needed: the reward is 0 whatever they say)"
         return Signal(name=SIGNAL_NL, passed=None, counts=counts, detail=detail)
     return Signal(name=SIGNAL_NL, passed=True, counts=counts, detail="no assertions to judge for this task")
 

@@ -150,7 +150,9 @@ def score_trial(
 ) -> Reward:
     """Reward = product over ``task.reward_basis`` (DB, NL_ASSERTION; COMMUNICATE for v0-style tasks when
     ``communicate_met`` is given), forced to 0.0 when the trial did not end with user_stop/agent_stop.
-    An infrastructure error has no reward at all (None): such trials are excluded from the metrics."""
+    An infrastructure error has no reward at all (None): such trials are excluded from the metrics. A
+    component not known (None: assertions not judged) leaves the reward unknown, unless another component
+    is already 0: then the product is 0 whatever the unknown one is."""
     components: dict[str, float | None] = {}
     for kind in task.reward_basis:
         if kind == "DB":
@@ -165,6 +167,8 @@ def score_trial(
         return Reward(reward=None, components=components, gated=True)
     if not is_clean_exit(reason):
         return Reward(reward=0.0, components=components, gated=True)
+    if 0.0 in components.values():  # the product is 0 whatever the unknown components would be
+        return Reward(reward=0.0, components=components, gated=False)
     if any(value is None for value in components.values()):
         return Reward(reward=None, components=components, gated=False)
     reward = 1.0

@@ -84,7 +84,13 @@ def tool_calls(simulation: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def assistant_texts(simulation: Mapping[str, Any]) -> list[str | None]:
-    return [m.get("content") for m in iter_messages(simulation) if m.get("role") == "assistant"]
+    """What the agent said to the customer: its messages without tool calls (text attached to a tool call
+    never reaches the customer, so COMMUNICATE does not count it; docs/scoring.md)."""
+    return [
+        m.get("content")
+        for m in iter_messages(simulation)
+        if m.get("role") == "assistant" and not m.get("tool_calls")
+    ]
 
 
 class Rescorer:
@@ -154,7 +160,7 @@ class Rescorer:
             action_matches=Comparison(stored_actions, (actions or None) if clean else None),
             communicate_met=Comparison(stored_said, (said or None) if clean else None),
             replay_mismatches=mismatches,
-            nl_pending=pending if clean else (),
+            nl_pending=pending if result.reward is None else (),  # only while the judge can matter
             note=None if task_id in self.tasks else "task definition taken from the installed data",
             db_hash=db_hash,
             gold_hash=gold_hash,

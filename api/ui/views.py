@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.db.repository import CANCELLED, FAILED, AssessmentRecord, ScoredAssessment, TrialSummary
+from green_agent.limits import LLM_FAILURE_CODE
 from green_agent.models import (
     SIGNAL_ACTION,
     SIGNAL_COMMUNICATE,
@@ -75,8 +76,20 @@ def failure_reasons(summary: TrialSummary) -> list[str]:
     if _signal(summary, SIGNAL_NL) is False:
         reasons.append("an NL assertion failed")
     if summary.error:
-        reasons.append(summary.error.splitlines()[0][:160])
+        reasons.append(error_reason(summary.error))
     return reasons or ["reward below 1"]
+
+
+def error_reason(error: str) -> str:
+    """A trial's error in one short line; a failure of our LLM that the agent's text provoked (the code
+    `provoked_llm_failure:<cause>` leads its error) says so in words."""
+    first = error.splitlines()[0]
+    code, _, rest = first.partition(":")
+    if code == LLM_FAILURE_CODE:
+        cause = rest.partition(":")[0]
+        party = "judge" if rest.partition(":")[2].startswith(" the judge LLM") else "customer"
+        return f"the agent's text made our {party} LLM fail ({cause.replace('_', ' ')})"
+    return first[:160]
 
 
 def common_failures(summaries: Iterable[TrialSummary], limit: int = 10) -> list[tuple[str, int]]:

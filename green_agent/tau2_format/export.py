@@ -6,6 +6,13 @@ the field names and shapes are theirs, the code is ours. Where this service has 
 optional tau2 field (per-message cost and raw LLM data, reviews, ticks), the field is left out, never
 invented. Required fields without a counterpart are filled with what is closest and true (see
 `git_commit`, `agent_info`).
+
+Excluded trials (no reward: our LLM unavailable, or assertions not judged) are left out of the file, so
+that tau2's `compute_metrics` gives the same avg reward and pass^k as our report whatever pandas it runs on
+(tau2 writes its own excluded work as `infrastructure_error` simulations, but v1.0.1's filter for them fails
+under pandas 3, which its requirements allow; docs/tau2-interop.md). A scored trial with an error keeps it
+in the simulation's `info.error` (for a failure of our LLM that the agent provoked:
+`provoked_llm_failure:<cause>: ...`).
 """
 
 from __future__ import annotations
@@ -55,11 +62,13 @@ def simulation_id(assessment_id: str, task_id: str, trial: int) -> str:
 
 
 def tau2_results(source: ExportSource, data: RetailData) -> dict[str, Any]:
-    """The whole results document (JSON-ready), simulations in trial-major, tasks.json order."""
+    """The whole results document (JSON-ready), simulations in trial-major, tasks.json order; excluded
+    trials (no reward) left out (see the module's docstring)."""
     config = source.config
     task_ids = sorted({t.task_id for t in source.trials}, key=_task_order(data))
     order = _task_order(data)
-    trials = sorted(source.trials, key=lambda t: (t.trial, order(t.task_id)))
+    scored = [t for t in source.trials if t.reward is not None]
+    trials = sorted(scored, key=lambda t: (t.trial, order(t.task_id)))
     run = source.report.run_info if source.report is not None else None
     user_info: dict[str, Any] = {
         "implementation": "user_simulator" if run is None or run.user_model else "scripted_user",
@@ -93,7 +102,7 @@ def tau2_results(source: ExportSource, data: RetailData) -> dict[str, Any]:
 
 def simulation(trial: TrialResult, task: Task, assessment_id: str) -> dict[str, Any]:
     usage = trial.usage
-    return {
+    document = {
         "id": simulation_id(assessment_id, trial.task_id, trial.trial),
         "task_id": trial.task_id,
         "timestamp": trial.finished_at.isoformat(),
@@ -109,6 +118,9 @@ def simulation(trial: TrialResult, task: Task, assessment_id: str) -> dict[str, 
         "seed": trial.seed,
         "mode": "half_duplex",
     }
+    if trial.error:  # where tau2 keeps a simulation's error
+        document["info"] = {"error": trial.error}
+    return document
 
 
 def messages(trial: TrialResult) -> list[dict[str, Any]]:
@@ -150,7 +162,7 @@ def messages(trial: TrialResult) -> list[dict[str, Any]]:
 
 
 def reward_info(trial: TrialResult, task: Task) -> dict[str, Any] | None:
-    """tau2's RewardInfo; None for a trial without a reward (excluded), as tau2 has it for infra errors."""
+    """tau2's RewardInfo; None for a trial without a reward (excluded; never exported)."""
     if trial.reward is None:
         return None
     if not is_clean_exit(trial.termination_reason):

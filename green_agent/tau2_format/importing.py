@@ -33,7 +33,8 @@ def imported_trial(
     verdicts: Sequence[NLVerdict] | None,
 ) -> TrialResult:
     db_match = outcome.db_match.recomputed
-    nl_status = "judged" if verdicts is not None else ("not_judged" if outcome.nl_pending else "not_required")
+    # not judged: the judge was not configured, or not needed (the reward is 0 whatever it says)
+    nl_status = "judged" if verdicts is not None else ("not_judged" if task.judged else "not_required")
     reward = outcome.reward.recomputed
     actions, said = outcome.action_checks, outcome.communicate_checks
     signals = [
@@ -49,7 +50,7 @@ def imported_trial(
             name=SIGNAL_NL,
             passed=all(v.passed for v in verdicts)
             if verdicts is not None
-            else (None if outcome.nl_pending else True),
+            else (None if task.judged else True),
             counts="NL_ASSERTION" in task.reward_basis,
             detail=f"{nl_status} on import",
         ),

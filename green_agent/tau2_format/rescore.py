@@ -4,9 +4,9 @@ verdicts it stores, per simulation and in total. The replay and checks are retai
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from green_agent.errors import InfrastructureError
 from green_agent.judge import Judge
@@ -19,6 +19,49 @@ from retail_domain.tasks import parse_task
 
 class InvalidResultsFile(ValueError):
     """The document is not a tau2 results file; the message says what is missing."""
+
+
+TAU2_TERMINATION_REASONS = (
+    "user_stop",
+    "agent_stop",
+    "max_steps",
+    "timeout",
+    "too_many_errors",
+    "agent_error",
+    "user_error",
+    "infrastructure_error",
+    "context_window_exceeded",
+    "unexpected_error",
+)
+"""Every termination reason a tau2 v0.x or v1.0.x results file can hold (v1.0.1's enumeration, which
+extends v0's)."""
+
+
+class _SimulationFields(BaseModel):
+    """The fields without which tau2 itself refuses to load a simulation (its `SimulationRun` requires them,
+    with these types); read before anything else so that such a file is refused, never half scored."""
+
+    id: str
+    task_id: str
+    start_time: str
+    end_time: str
+    duration: float
+    termination_reason: Literal[TAU2_TERMINATION_REASONS]  # type: ignore[valid-type]
+    messages: list[Any] | None = None
+
+
+def check_simulation(position: int, simulation: Any) -> None:
+    """Raises `InvalidResultsFile` naming the first field tau2 would refuse in simulation `position`."""
+    if not isinstance(simulation, dict):
+        raise InvalidResultsFile(f"simulation {position} is not an object")
+    try:
+        _SimulationFields.model_validate(simulation)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidResultsFile(
+            f"simulation {position} is not one tau2 accepts: {where}: {first['msg']}"
+        ) from None
 
 
 class SimulationAgreement(BaseModel):
@@ -80,8 +123,8 @@ async def rescore_document(document: Any, data: RetailData, judge: Judge | None 
     trials: list[TrialResult] = []
     excluded = 0
     for position, simulation in enumerate(document["simulations"]):
-        if not isinstance(simulation, dict):
-            raise InvalidResultsFile(f"simulation {position} is not an object")
+        check_simulation(position, simulation)
+    for position, simulation in enumerate(document["simulations"]):
         try:
             outcome = rescorer.rescore(simulation)
         except (AttributeError, TypeError, ValueError) as exc:

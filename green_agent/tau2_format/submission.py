@@ -134,7 +134,8 @@ def build_submission(source: ExportSource, submitter: Submitter, *, today: date)
         "methodology": {
             "evaluation_date": source.created_at.date().isoformat(),
             "tau2_bench_version": TAU2_VERSION,
-            "user_simulator": user_model,
+            # tau2 compares this with the trajectories' user_info.llm: None for the scripted user
+            "user_simulator": run.user_model if run else None,
             "notes": " ".join(notes),
             "verification": {
                 "modified_prompts": modified,

@@ -151,15 +151,39 @@ async def test_export_rescore_round_trip_cost_and_submission(
     assert submission.methodology and submission.methodology.verification
     assert submission.methodology.verification.omitted_questions is True
     assert submission.methodology.verification.modified_prompts is True  # not tau2's guidelines
-    assert submission.submission_type == "custom" and submission.methodology.user_simulator == "scripted"
+    assert submission.submission_type == "custom"
+    # tau2 compares methodology.user_simulator with the trajectories' user_info.llm (None: no LLM)
+    assert submission.methodology.user_simulator is None
     assert submission.trajectory_files == {"retail": "my-agent-1_retail_default_scripted_2trials.json"}
     trajectories = json.loads((out / "trajectories" / submission.trajectory_files["retail"]).read_text())
-    assert tau2_schema.Results.model_validate(trajectories).info.agent_info.llm == "My Agent 1"
+    trajectory_info = tau2_schema.Results.model_validate(trajectories).info
+    assert trajectory_info.agent_info.llm == "My Agent 1"
+    # what tau2's submission check compares: no user-simulator mismatch warning
+    assert trajectory_info.user_info.llm == submission.methodology.user_simulator
 
     code, output = await green_agent(
         "export", "unknown-id", "-o", str(tmp_path / "x.json"), "--database-url", database_url
     )
     assert code == 1 and "no assessment with id unknown-id" in output
+
+
+async def test_rescore_refuses_a_file_tau2_refuses(tmp_path: Path) -> None:
+    """Simulations without a task_id: tau2 cannot load the file, so neither do we (exit 2, the field named),
+    rather than re-scoring rows of "task 'None'"."""
+    simulation = {
+        "id": "s0",
+        "start_time": "s",
+        "end_time": "e",
+        "duration": 1.0,
+        "termination_reason": "user_stop",
+        "reward_info": {"reward": 1.0},
+        "messages": [],
+    }
+    path = tmp_path / "no-task-ids.json"
+    path.write_text(json.dumps({"info": {"num_trials": 1}, "tasks": [], "simulations": [simulation] * 3}))
+    code, output = await green_agent("rescore", str(path))
+    assert code == 2, output
+    assert "simulation 0 is not one tau2 accepts: task_id: Field required" in output
 
 
 async def test_export_before_the_report_is_409(tmp_path: Path, idle_url: str) -> None:

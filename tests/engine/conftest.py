@@ -52,10 +52,10 @@ async def run(
     return report, collector
 
 
-def expected_applicability(data: RetailData, task_ids: list[str]) -> dict[str, int]:
-    """`signal_applicable` for one trial per task, no judge, every trial scored unless its task is judged:
-    derived from the task data, independently of the engine's code."""
-    scored = [data.tasks[t] for t in task_ids if not data.tasks[t].judged]
+def expected_applicability(data: RetailData, scored_ids: list[str]) -> dict[str, int]:
+    """`signal_applicable` for one scored trial per task of `scored_ids`, no judge: derived from the task
+    data, independently of the engine's code."""
+    scored = [data.tasks[t] for t in scored_ids]
     return {
         "DB_STATE_MATCH": len(scored),
         "NL_ASSERTION": 0,

@@ -118,10 +118,12 @@ async def test_a_gaming_agent_never_scores_above_its_honest_twin(data: RetailDat
 
 
 async def test_flooding_the_judge_is_charged_to_the_agent(data: RetailData) -> None:
-    """A clean exit after 36 KiB of text: the judge refuses the conversation, the agent pays."""
+    """A clean exit after 36 KiB of text: the judge refuses the conversation, the agent pays. (Task 24: its
+    gold DB is the initial one, so the DB check passes and the judge is asked; a DB failure would score 0
+    without it.)"""
     closing = text_reply("Goodbye. ###STOP###", "agent stop")
     report, events = await assess(
-        data, {"2": [FLOOD] * 3 + [closing]}, ["2"], user_context=None, judge_context=CONTEXT
+        data, {"24": [FLOOD] * 3 + [closing]}, ["24"], user_context=None, judge_context=CONTEXT
     )
     (result,) = events.results
     assert result.termination_reason == "agent_error" and result.reward == 0.0
@@ -153,7 +155,7 @@ async def test_a_context_too_small_for_an_honest_conversation_is_ours(data: Reta
     assert report.excluded["infrastructure_error"] == 1
 
 
-@pytest.mark.parametrize("failure", ["500", "401", "400 other", "timeout"])
+@pytest.mark.parametrize("failure", ["500", "401", "403", "404", "429", "400 other", "timeout"])
 async def test_other_llm_failures_stay_ours_even_after_a_flood(data: RetailData, failure: str) -> None:
     """Two floods (24 KiB, then 36 KiB of agent text) and then the customer-LLM fails in a way the agent
     cannot cause: excluded, whatever the agent sent."""

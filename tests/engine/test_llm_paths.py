@@ -73,8 +73,8 @@ async def test_judge_verdicts_are_normalized_stored_and_gate_the_reward(data: Re
     assert passing.nl_verdicts[0].assertion == data.tasks["2"].nl_assertions[0]
     sent = next(b for b in judge.requests if _task_of(b) == "2")
     assert json.loads(passing.judge_input or "") == sent["messages"]
-    assert f"assistant: {GREETING}" in sent["messages"][1]["content"]
-    assert "tool: " in sent["messages"][1]["content"]  # tool results are part of the judged transcript
+    assert json.dumps({"role": "agent", "content": GREETING}) in sent["messages"][1]["content"]
+    assert '{"role": "tool_result", ' in sent["messages"][1]["content"]  # tool results are judged too
 
     partial = results["19"]
     assert [v.passed for v in partial.nl_verdicts] == [True, False]
@@ -245,7 +245,7 @@ async def test_operator_files_replace_the_built_in_guidelines_and_rubric(
             "judge_rubric_file": rubric,
         }
         _, events = await run(
-            data, AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["2"])), **settings
+            data, AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["24"])), **settings
         )
     user_request, judge_request = fake.requests
     assert user_request["messages"][0]["content"].startswith("Operator guidelines.\n\n\n<scenario>\n")

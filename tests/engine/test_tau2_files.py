@@ -143,16 +143,19 @@ async def test_v1_file_needs_a_judge_for_nl_tasks_and_flags_replay_mismatches(da
     )
     write["content"] = "Error: something else was recorded"
     document = {
-        "tasks": [data.task_document("24"), data.task_document("20")],
+        "tasks": [data.task_document("24"), data.task_document("20"), data.task_document("2")],
         "simulations": [
             _simulation(
                 data, "24", calls=gold24, said="Polyester and cotton.", reward_info=_stored(1.0, True)
             ),
             tampered,
+            # task 2 needs the judge, but nothing was done: the DB check fails, so 0 without a judge
+            _simulation(data, "2", calls=[], said="Ten options.", reward_info=_stored(0.0, False)),
         ],
     }
     unjudged = await rescore_document(copy.deepcopy(document), data)
-    first, second = unjudged.simulations
+    first, second, third = unjudged.simulations
+    assert third.reward == 0.0 and third.reward_agrees is True and not third.nl_judged
     assert first.reward is None and first.reward_agrees is None and "not judged" in (first.note or "")
     assert first.db_agrees is True and unjudged.totals.rewards_unknown == 1
     assert second.reward == 1.0 and second.replay_mismatches == 1  # the DB still matches gold
@@ -174,7 +177,8 @@ async def test_v1_file_needs_a_judge_for_nl_tasks_and_flags_replay_mismatches(da
     assert failed.simulations[0].reward is None and "judge failed" in (failed.simulations[0].note or "")
     assert failed.simulations[1].reward_agrees is True  # the other simulations still re-scored
     assert judged.simulations[0].reward == 1.0 and judged.simulations[0].nl_judged
-    assert judged.totals.rewards_agree == judged.totals.rewards_compared == 2
+    assert judged.totals.rewards_agree == judged.totals.rewards_compared == 3
+    assert failed.simulations[2].reward == 0.0  # never asked, so never failed by the judge
     assert len(fake.requests) == 1 and "Polyester and cotton." in fake.requests[0]["messages"][1]["content"]
 
 
@@ -183,12 +187,36 @@ async def test_a_document_that_is_not_a_results_file_is_refused(data: RetailData
         await rescore_document({"tasks": []}, data)
     with pytest.raises(InvalidResultsFile, match="malformed"):
         await rescore_document({"tasks": [{"id": "1"}], "simulations": []}, data)
-    broken = {"task_id": "0", "termination_reason": "user_stop", "reward_info": {"reward": 1.0}}
-    for messages in ([{"role": "assistant", "tool_calls": ["not a call"]}], "not a list of messages"):
-        with pytest.raises(InvalidResultsFile, match="simulation 1 is malformed"):
-            await rescore_document(
-                {"simulations": [{**broken, "messages": []}, {**broken, "messages": messages}]}, data
-            )
+    broken = {
+        "id": "s",
+        "task_id": "0",
+        "start_time": "s",
+        "end_time": "e",
+        "duration": 1.0,
+        "termination_reason": "user_stop",
+        "reward_info": {"reward": 1.0},
+    }
+    with pytest.raises(InvalidResultsFile, match="simulation 1 is malformed"):
+        messages = [{"role": "assistant", "tool_calls": ["not a call"]}]
+        await rescore_document(
+            {"simulations": [{**broken, "messages": []}, {**broken, "messages": messages}]}, data
+        )
+    # What tau2 itself refuses to load is refused before any simulation is scored, naming the field.
+    refused: list[tuple[dict[str, Any], str]] = [
+        ({"messages": "not a list of messages"}, "messages"),
+        ({"task_id": None}, "task_id"),
+        ({"task_id": 0}, "task_id"),
+        ({"termination_reason": "gave_up"}, "termination_reason"),
+        ({"duration": "long"}, "duration"),
+    ]
+    for change, field in refused:
+        with pytest.raises(InvalidResultsFile, match=f"simulation 1 is not one tau2 accepts: {field}"):
+            await rescore_document({"simulations": [broken, {**broken, **change}]}, data)
+    without_task = {k: v for k, v in broken.items() if k != "task_id"}
+    with pytest.raises(
+        InvalidResultsFile, match="simulation 0 is not one tau2 accepts: task_id: Field required"
+    ):
+        await rescore_document({"simulations": [without_task, broken]}, data)
 
 
 def _source(report: AssessmentReport) -> ExportSource:

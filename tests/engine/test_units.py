@@ -19,7 +19,7 @@ from green_agent import (
 )
 from green_agent.judge import NO_VERDICT, normalize_verdicts, render_transcript
 from green_agent.metrics import compute_report, pass_hat_k
-from green_agent.models import TranscriptMessage
+from green_agent.models import ToolCallRecord, TranscriptMessage
 from green_agent.seeds import trial_seeds
 from green_agent.user_simulator import is_user_stop
 from green_agent.white_agent.reply_parsing import parse_text_reply
@@ -133,10 +133,21 @@ def test_judge_transcript_format() -> None:
     transcript = [
         TranscriptMessage(index=0, role="assistant", content="Hi!", timestamp=now),
         TranscriptMessage(index=1, role="user", content="Help", timestamp=now),
-        TranscriptMessage(index=2, role="assistant", content=None, tool_calls=[], timestamp=now),
+        TranscriptMessage(
+            index=2,
+            role="assistant",
+            content="user: hidden",
+            tool_calls=[ToolCallRecord(id="c", name="get_user_details", arguments={})],
+            timestamp=now,
+        ),
         TranscriptMessage(index=3, role="tool", content="{}", tool_call_id="c", timestamp=now),
     ]
-    assert render_transcript(transcript) == "assistant: Hi!\nuser: Help\nassistant: None\ntool: {}"
+    # The agent's message with tool calls is left out (the customer never saw its text); roles are ours.
+    assert render_transcript(transcript).splitlines() == [
+        '{"role": "agent", "content": "Hi!"}',
+        '{"role": "customer", "content": "Help"}',
+        '{"role": "tool_result", "content": "{}"}',
+    ]
 
 
 def _trial(

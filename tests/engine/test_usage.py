@@ -63,7 +63,7 @@ async def test_user_and_judge_usage_is_priced_per_trial_and_summed_in_the_report
             "llm_prices": PRICES,
         }
         config = AssessmentConfig(
-            agent_url=url, tasks=TaskSelection(task_ids=["2"]), user_model="u", trials=2
+            agent_url=url, tasks=TaskSelection(task_ids=["24"]), user_model="u", trials=2
         )
         report, events = await run(data, config, **settings)
 

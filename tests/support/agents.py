@@ -127,16 +127,18 @@ class SloppyExecutor(AgentExecutor):
 
     It looks up an order id that does not exist (an error result), performs the task's gold actions except the
     last write (so the final DB differs from gold in the fields that write changes), then answers the customer
-    with `HOSTILE_TEXT` as bare text, not in the text dialect's JSON (a protocol warning)."""
+    with `HOSTILE_TEXT` as bare text, not in the text dialect's JSON (a protocol warning). On the tasks in
+    `complete_tasks` it performs every gold action (its DB check passes)."""
 
-    def __init__(self, data: RetailData) -> None:
+    def __init__(self, data: RetailData, complete_tasks: frozenset[str] = frozenset()) -> None:
         self._data = data
+        self._complete = complete_tasks
         self._plans: dict[str, list[tuple[str, dict[str, Any]] | None]] = {}
 
     def _plan(self, task_id: str) -> list[tuple[str, dict[str, Any]] | None]:
         actions = list(self._data.tasks[task_id].gold_actions)
         writes = [i for i, a in enumerate(actions) if a.name in WRITE_TOOLS]
-        if writes:
+        if writes and task_id not in self._complete:
             del actions[writes[-1]]
         bogus: tuple[str, dict[str, Any]] = ("get_order_details", {"order_id": "#W0000000"})
         return [bogus, *((a.name, copy.deepcopy(a.arguments)) for a in actions), None]

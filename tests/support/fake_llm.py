@@ -39,6 +39,11 @@ class FakeReply:
     """Reported as the response's `usage` (fixed numbers, so tests can check the cost arithmetic)."""
     delay_s: float = 0.0
     """Wait this long before answering (to make the client time out)."""
+    finish_reason: str = "stop"
+    refusal: str | None = None
+    """Sent as `message.refusal` (OpenAI's field for a model that declines to answer)."""
+    error: dict[str, Any] | None = None
+    """With an error `status`: the `error` object of the body (default: a generic server error)."""
 
 
 Responder = Callable[[dict[str, Any]], FakeReply]
@@ -81,8 +86,11 @@ class FakeLLM:
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
         if reply.status != 200:
-            return JSONResponse({"error": {"message": "fake failure", "type": "server_error"}}, reply.status)
+            error = reply.error or {"message": "fake failure", "type": "server_error"}
+            return JSONResponse({"error": error}, reply.status)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.refusal is not None:
+            message["refusal"] = reply.refusal
         if reply.tool_calls:
             message["tool_calls"] = [
                 {
@@ -98,7 +106,7 @@ class FakeLLM:
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", "fake"),
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
                 "usage": {
                     "prompt_tokens": reply.prompt_tokens,
                     "completion_tokens": reply.completion_tokens,
@@ -139,6 +147,23 @@ def last_user_text(body: dict[str, Any]) -> str:
 def prompt_bytes(body: dict[str, Any]) -> int:
     """UTF-8 bytes of the contents of a request's messages (what the fake context window measures)."""
     return sum(len(str(m.get("content") or "").encode()) for m in body.get("messages", []))
+
+
+CONTENT_POLICY_ERROR = {
+    "message": "Invalid prompt: your prompt was flagged as potentially violating our usage policy.",
+    "type": "invalid_request_error",
+    "param": None,
+    "code": "content_policy_violation",
+}
+"""The error object of a 400 by which OpenAI's content policy refuses a prompt."""
+AZURE_CONTENT_FILTER_ERROR = {
+    "message": "The response was filtered due to the prompt triggering Azure OpenAI's content management "
+    "policy. Please modify your prompt and retry.",
+    "type": None,
+    "param": "prompt",
+    "code": None,
+}
+"""The same refusal as a gateway words it without a code (the words are Azure's)."""
 
 
 def _context_length_exceeded(limit: int, size: int) -> dict[str, Any]:

@@ -32,7 +32,8 @@ HOSTILE_REASON = '<img src="x" onerror="window.__pwned = \'judge\'">the agent ne
 
 def judge(body: dict[str, Any]) -> FakeReply:
     """The NL judge of the UI's service: passes task 2, fails task 3 (with a hostile reason), and is down
-    (HTTP 503, so the trial is an excluded infrastructure error) whenever it judges the failing agent."""
+    (HTTP 503, so the trial is an excluded infrastructure error) whenever it judges the failing agent: only
+    on task 2, where that agent's DB check passes (task 3's fails, which scores 0 without the judge)."""
     conversation = json.dumps(body["messages"])
     if "__pwned" in conversation:
         return FakeReply(status=503)
@@ -70,7 +71,7 @@ async def service(tmp_path_factory: pytest.TempPathFactory, ui_data: RetailData)
     async with (
         serve_reference_agent("oracle", data=ui_data) as oracle_url,
         serve_reference_agent("oracle", data=ui_data, delay_s=0.15) as slow_url,
-        serve_executor(SloppyExecutor(ui_data)) as sloppy_url,
+        serve_executor(SloppyExecutor(ui_data, complete_tasks=frozenset({"2"}))) as sloppy_url,
         serve_fake_llm(judge) as fake_judge,
         serve_green(
             database_url,

@@ -22,7 +22,7 @@ async def test_list_to_assessment_to_trial(tab: Tab, service: Service) -> None:
     oracle_row = page.locator(f'tr[data-assessment="{service.oracle_id}"]')
     await expect(oracle_row).to_contain_text("completed")
     await expect(oracle_row.locator(".badge.complete")).to_have_text("complete")
-    # The judge was down for the failing agent's NL tasks: those trials are excluded, the report partial.
+    # The judge was down for the failing agent's task 2: those trials are excluded, the report partial.
     await expect(page.locator(f'tr[data-assessment="{service.sloppy_id}"] .badge.partial')).to_have_text(
         "partial"
     )
@@ -71,9 +71,12 @@ async def test_failed_trial_shows_db_diff_and_hostile_text_stays_text(tab: Tab, 
     policy = response.headers["content-security-policy"]
     assert "script-src 'self'" in policy and "unsafe-inline" not in policy
     grid = page.locator("#trial-grid")
-    await expect(grid.locator("a.cell.o-failed_db")).to_have_count(4)
-    await expect(grid.locator("a.cell.o-excluded")).to_have_count(4)
-    await expect(page.locator("#partial")).to_contain_text("4 trials excluded after infrastructure errors")
+    await expect(grid.locator("a.cell.o-failed_db")).to_have_count(6)
+    await expect(grid.locator("a.cell.o-excluded")).to_have_count(2)
+    await expect(page.locator("#partial")).to_contain_text("2 trials excluded after infrastructure errors")
+    # Task 3 needs the judge (down for this agent), but its DB check failed: 0, never excluded.
+    await expect(grid.locator('.task[data-task="3"] a.cell.o-failed_db')).to_have_count(2)
+    await expect(grid.locator('.task[data-task="2"] a.cell.o-excluded')).to_have_count(2)
     await expect(page.locator("body")).to_contain_text("final DB differs from gold")
 
     await grid.locator('a.cell[href$="/trials/0/0"]').click()

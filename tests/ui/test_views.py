@@ -8,6 +8,8 @@ from typing import Any
 
 from api.db.repository import ScoredAssessment, TrialSummary
 from api.ui import views
+from green_agent.errors import LLMRefusedConversation
+from green_agent.limits import AgentLimits, llm_failure_outcome
 from green_agent.models import AssessmentReport
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -63,6 +65,26 @@ def test_outcomes_and_reasons() -> None:
         ("ended by too_many_errors", 1),
         ("line one", 1),
     ]
+
+
+def test_a_failure_of_our_llm_that_the_agent_provoked_is_the_agents_with_its_cause() -> None:
+    """The errors are the engine's own (limits.llm_failure_outcome), as it stores them."""
+    for party, cause in (("customer", "content_policy"), ("judge", "empty_reply")):
+        limits = AgentLimits()
+        _, error = llm_failure_outcome(
+            LLMRefusedConversation("LLM 'm' failed: ...", cause), 10, limits, party
+        )
+        provoked = trial(reason="agent_error", reward=0.0, db=False, error=error)
+        assert views.outcome(provoked) == "agent_error" and views.OUTCOMES["agent_error"] == "agent error"
+        assert views.failure_reasons(provoked) == [
+            "ended by agent_error",
+            "final DB differs from gold",
+            f"the agent's text made our {party} LLM fail ({cause.replace('_', ' ')})",
+        ]
+    # ours (no agent text involved) stays excluded, never a failure of the agent
+    _, ours = llm_failure_outcome(LLMRefusedConversation("refused", "content_policy"), 0, AgentLimits())
+    excluded = trial(reason="infrastructure_error", reward=None, db=None, error=ours)
+    assert views.outcome(excluded) == "excluded" and views.failure_reasons(excluded) == []
 
 
 def test_grid_orders_tasks_and_marks_pending_cells() -> None:

@@ -1,0 +1,116 @@
+"""Our report and tau2's own metrics over our export tell the same numbers, partial assessments included.
+
+Each assessment runs for real (reference or hostile agent over loopback A2A; scripted customer or the fake
+OpenAI-compatible customer); its trials are exported as a tau2 v1.0.1 results file, checked against
+tests/support/tau2_schema.py, and tau2's avg reward and pass^k are computed from the file alone
+(tests/support/tau2_metrics.py, tau2's rule in our words) and compared with our report.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from green_agent import AssessmentConfig, AssessmentReport, LLMEndpoint, TaskSelection, TrialResult
+from green_agent.reference_agents import serve_app, serve_reference_agent
+from green_agent.reference_agents.hostile import HostileAgent
+from green_agent.tau2_format import ExportSource, tau2_results
+from retail_domain import RetailData
+from tests.engine.conftest import run
+from tests.engine.test_llm_context import RETRIES, customer, passing_judge
+from tests.engine.test_provoked_llm_failures import FAILURES, PROVOKE, failing_on_marker
+from tests.support import tau2_schema
+from tests.support.fake_llm import FakeReply, serve_fake_llm
+from tests.support.tau2_metrics import upstream_metrics
+
+
+def export(
+    data: RetailData, config: AssessmentConfig, report: AssessmentReport, trials: list[TrialResult]
+) -> Any:
+    source = ExportSource(
+        assessment_id="a1",
+        created_at=datetime(2026, 1, 2, tzinfo=UTC),
+        agent_url=config.agent_url,
+        config=config,
+        report=report,
+        trials=trials,
+    )
+    document = tau2_results(source, data)
+    tau2_schema.Results.model_validate(document)
+    return document
+
+
+def assert_same_numbers(document: Any, report: AssessmentReport) -> None:
+    average, pass_k = upstream_metrics(document)
+    assert average == pytest.approx(report.avg_reward)
+    assert pass_k.keys() == report.pass_hat_k.keys()
+    for k, value in pass_k.items():
+        assert value == pytest.approx(report.pass_hat_k[k]), k
+
+
+async def test_a_demo_without_judge_exports_the_numbers_it_reports(data: RetailData) -> None:
+    """The issue's case: the oracle, the scripted customer, no judge. Tasks 2 and 24 need the judge, so their
+    trials are not judged and excluded from our metrics; before, the export wrote them as user_stop without
+    a reward, which tau2 counts as failures (its pass^1 0.649 against our 1.0 over the 114 tasks). Now they
+    are left out of the file."""
+    tasks = ["0", "2", "5", "10", "24"]
+    async with serve_reference_agent("oracle", data=data) as url:
+        config = AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=tasks), trials=2)
+        report, events = await run(data, config)
+    assert report.partial_reasons == {"not_judged": 4} and report.pass_hat_k == {1: 1.0, 2: 1.0}
+    document = export(data, config, report, events.results)
+    assert_same_numbers(document, report)
+    exported = sorted((s["task_id"], s["trial"]) for s in document["simulations"])
+    assert exported == sorted((task, k) for task in ("0", "5", "10") for k in range(2))
+    assert all(s["reward_info"] is not None for s in document["simulations"])
+
+
+async def test_a_partial_assessment_with_our_failures_and_the_agents_exports_the_numbers_it_reports(
+    data: RetailData,
+) -> None:
+    """Two trials per task: 0 solved, 1 given up, 5's customer-LLM is down on one trial (ours: excluded after
+    retries), 6 provokes the customer-LLM (the agent's: 0), 24 solved and judged."""
+    answer = failing_on_marker(FAILURES["content_policy"], customer(data))
+    down_once: dict[str, int] = {}
+
+    def user(body: dict[str, Any]) -> FakeReply:
+        system = body["messages"][0]["content"]
+        if (
+            "<scenario>" in system
+            and data.tasks["5"].scenario_text() in system
+            and body.get("seed") == 626729
+        ):
+            down_once["5"] = down_once.get("5", 0) + 1
+            return FakeReply(status=503)
+        return answer(body)
+
+    agent = HostileAgent(data, {"1": [], "6": [PROVOKE]})
+    tasks = ["0", "1", "5", "6", "24"]
+    async with (
+        serve_fake_llm(user) as user_llm,
+        serve_fake_llm(passing_judge) as judge_llm,
+        serve_app(agent.app) as url,
+    ):
+        settings = {
+            "user_models": {"fake-user": LLMEndpoint(model="fake-user", base_url=user_llm.base_url)},
+            "default_user_model": "fake-user",
+            "judge": LLMEndpoint(model="fake-judge", base_url=judge_llm.base_url),
+            **RETRIES,
+        }
+        config = AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=tasks), trials=2)
+        report, events = await run(data, config, **settings)
+    assert report.partial_reasons == {"infrastructure_error": 1}
+    assert report.termination_counts["agent_error"] == 2  # task 6, both trials
+    assert report.task_rewards == {"0": 1.0, "1": 0.0, "5": 1.0, "6": 0.0, "24": 1.0}
+    document = export(data, config, report, events.results)
+    assert_same_numbers(document, report)
+    assert set(report.pass_hat_k) == {1}  # task 5 kept one trial: pass^k only for k = 1, as tau2
+    charged = [s for s in document["simulations"] if s["task_id"] == "6"]
+    assert {s["termination_reason"] for s in charged} == {"agent_error"}
+    assert all(s["reward_info"]["reward"] == 0.0 for s in charged)
+    assert all(s["info"]["error"].startswith("provoked_llm_failure:content_policy") for s in charged)
+    # task 5's first trial (our customer down) is left out; its second is there
+    assert [s["trial"] for s in document["simulations"] if s["task_id"] == "5"] == [1]
+    assert len(document["simulations"]) == 9
