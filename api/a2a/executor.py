@@ -26,6 +26,7 @@ from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord, 
 from api.events import Lagged, StatusChanged, Subscription, TrialDone
 from api.quotas import QuotaExceeded
 from api.request_limits import short
+from api.service import is_progress
 from green_agent.config import ConfigError
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ class AssessmentExecutor(AgentExecutor):
         intro = f"Assessment {record.id} started: {record.trials_total} trials."
         if record.warnings:
             intro += " " + " ".join(record.warnings)
-        async with service.subscribe(record.id) as subscription:
+        async with service.subscribe(record.id, accept=is_progress) as subscription:
             await service.start(record)
             await updater.start_work(message=updater.new_agent_message([Part(text=intro)]))
             # Subscribed before starting, so no event is missed; an assessment that already ended (a replayed
