@@ -68,8 +68,10 @@ class BoundedCache(Generic[K, V]):
 
     def put(self, key: K, value: V, *, size: int = 0) -> None:
         """Store (replacing what `key` held), then evict the least recently used past a bound. An entry larger
-        than `max_bytes` on its own is not kept (it is evicted at once)."""
+        than `max_bytes` on its own is not kept, and evicts nothing."""
         self.pop(key)
+        if self.max_bytes is not None and size > self.max_bytes:
+            return  # would push out everything else and still not fit
         expires_at = self._clock() + self.ttl_s if self.ttl_s is not None else float("inf")
         self._entries[key] = _Entry(value, size, expires_at)
         self.bytes += size
