@@ -104,9 +104,12 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.runtime = None
     # Outermost first at run time: authentication (a 401 costs no body read), then the body limit and
     # strict JSON, then the bounds on event streams (they need the tenant), then the routes.
+    app.state.streams = StreamLimits(
+        per_tenant=settings.max_streams_per_tenant, total=settings.max_streams_total
+    )
     app.add_middleware(
         StreamGuard,
-        limits=StreamLimits(per_tenant=settings.max_streams_per_tenant, total=settings.max_streams_total),
+        limits=app.state.streams,
         send_timeout_s=settings.stream_send_timeout_s,
         retry_after_s=settings.quota_retry_after_s,
     )
