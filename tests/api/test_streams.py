@@ -140,41 +140,66 @@ def traced() -> int:
     return tracemalloc.get_traced_memory()[0]
 
 
-async def test_a_stalled_live_reader_is_dropped_with_its_buffers(database_url: str) -> None:
+@contextlib.asynccontextmanager
+async def stalled_reader(url: str, path: str) -> AsyncIterator[socket.socket]:
+    """A client that sends its request and never reads a byte of the answer."""
+    host, port = url.removeprefix("http://").rstrip("/").split(":")
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fills up soon
+    reader.setblocking(False)
+    try:
+        loop = asyncio.get_running_loop()
+        await loop.sock_connect(reader, (host, int(port)))
+        request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n"
+        await loop.sock_sendall(reader, request.encode())
+        yield reader
+    finally:
+        reader.close()
+
+
+async def test_a_stalled_live_reader_holds_bounded_buffers(database_url: str) -> None:
     """The issue's case: 200,000 turn events to a /ui/live stream whose reader stopped reading kept 227 MiB
-    (1,192 B each; the 60,000 here would keep ~70 MiB). Turns are not queued for it at all, finished trials up
-    to the bound, and once the reader takes nothing for the send timeout the stream and its subscription are
-    gone."""
-    settings = {"stream_send_timeout_s": 1.0, "ui_live_queue_events": 32, **QUEUED_ONLY}
+    (1,192 B each; the 60,000 here kept 70 MiB before the fix). Turns are not queued for that stream at all,
+    finished trials only up to its bound, past which the stream ends with `lagged` and lets go of it all."""
+    settings = {"stream_send_timeout_s": 600.0, "ui_live_queue_events": 32, **QUEUED_ONLY}
     async with (
         serve_green_app(database_url, **settings) as (url, app),
         httpx.AsyncClient(base_url=url, timeout=30) as client,
     ):
         assessment_id = await create_queued(client)
-        host, port = url.removeprefix("http://").rstrip("/").split(":")
-        reader = socket.socket()
-        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # it will never read: fill up soon
-        reader.setblocking(False)
-        try:
-            await asyncio.get_running_loop().sock_connect(reader, (host, int(port)))
-            path = f"/ui/live?id={assessment_id}"
-            request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n"
-            await asyncio.get_running_loop().sock_sendall(reader, request.encode())
+        hub = app.state.runtime.service.hub
+        async with stalled_reader(url, f"/ui/live?id={assessment_id}"):
             await poll_until(lambda: streams(app).open == 1)
             tracemalloc.start()
             try:
                 before = traced()
-                await publish(app, assessment_id, turns=60_000, trials=10_000)
+                # Finished trials first: enough progress events to fill the socket buffers, so the stream
+                # blocks on its reader; then the turns of a long assessment.
+                await publish(app, assessment_id, turns=0, trials=30_000)
+                await publish(app, assessment_id, turns=60_000, trials=0)
                 during = traced()
-                await poll_until(lambda: streams(app).open == 0)  # dropped
-                after = traced()
             finally:
                 tracemalloc.stop()
-            assert assessment_id not in app.state.runtime.service.hub._subscribers
-        finally:
-            reader.close()
+            assert during - before < 4 * MIB, f"{(during - before) / MIB:.1f} MiB kept for a stalled reader"
+            # Far behind, its stream ended with `lagged` (the browser reconnects and starts from the stored
+            # state), while the reader's socket is still open.
+            await poll_until(lambda: streams(app).open == 0)
+            assert assessment_id not in hub._subscribers
     assert during - before < 4 * MIB, f"{(during - before) / MIB:.1f} MiB kept for a stalled reader"
-    assert after - before < 4 * MIB
+
+
+async def test_a_reader_that_stops_reading_is_dropped(database_url: str) -> None:
+    settings = {"stream_send_timeout_s": 1.0, **QUEUED_ONLY}
+    async with (
+        serve_green_app(database_url, **settings) as (url, app),
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        assessment_id = await create_queued(client)
+        async with stalled_reader(url, f"/assessments/{assessment_id}/events"):
+            await poll_until(lambda: streams(app).open == 1)
+            await publish(app, assessment_id, turns=20_000, trials=0)
+            await poll_until(lambda: streams(app).open == 0)  # its socket is still open: dropped by us
+            assert assessment_id not in app.state.runtime.service.hub._subscribers
 
 
 async def test_a_crowd_of_readers_keeps_memory_flat(database_url: str) -> None:
