@@ -112,6 +112,8 @@ def create_app(settings: Settings) -> FastAPI:
         limits=app.state.streams,
         send_timeout_s=settings.stream_send_timeout_s,
         retry_after_s=settings.quota_retry_after_s,
+        keys=keys,
+        key_recheck_s=settings.stream_key_recheck_s,
     )
     app.add_middleware(
         RequestGuard,

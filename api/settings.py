@@ -339,6 +339,12 @@ class Settings(BaseSettings):
         le=3600,
         description="A stream whose reader takes no event for this long (it stopped reading) is dropped.",
     )
+    stream_key_recheck_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="An open stream checks its API key again this often and ends once it is revoked.",
+    )
     stream_queue_events: int = Field(
         default=10_000,
         ge=1,

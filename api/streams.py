@@ -9,6 +9,9 @@ A stream holds a connection, a subscription and its buffer for as long as the re
   full: it stopped reading) is dropped; it reconnects and starts again from the stored state, as after a
   `lagged` event. Without this a stalled reader would hold its slot, and its subscription's full buffer, until
   the operating system gave up on the connection.
+* **How long a key lasts**: a stream opened with an API key checks that key again at the first event sent
+  after every `stream_key_recheck_s` (pings included, so at least every 15 s) and ends once it is revoked:
+  a revoked key stops working for streams opened before `keys revoke` too.
 
 `StreamGuard` is an ASGI middleware between authentication (it needs the tenant) and the routes; it sees a
 stream by its `text/event-stream` response, so every route is covered, the A2A SDK's included.
@@ -17,13 +20,16 @@ stream by its `text/event-stream` response, so every route is covered, the A2A S
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.auth import PrincipalUser
+from api.db.keys import KeyRepository
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +80,10 @@ class _Stalled(Exception):
     """The reader took no event within the send timeout."""
 
 
+class _Revoked(Exception):
+    """The stream's API key was revoked while it was open."""
+
+
 def _is_event_stream(message: Message) -> bool:
     return any(
         name.lower() == b"content-type" and value.split(b";")[0].strip().lower() == b"text/event-stream"
@@ -81,28 +91,42 @@ def _is_event_stream(message: Message) -> bool:
     )
 
 
-def _tenant(scope: Scope) -> str:
+def _principal(scope: Scope) -> tuple[str, str | None]:
+    """(tenant, API key id) of the request; ("", None) when it has no principal."""
     user = scope.get("user")
-    return user.principal.tenant if isinstance(user, PrincipalUser) else ""
+    if isinstance(user, PrincipalUser):
+        return user.principal.tenant, user.principal.key_id
+    return "", None
 
 
 class StreamGuard:
     def __init__(
-        self, app: ASGIApp, *, limits: StreamLimits, send_timeout_s: float, retry_after_s: int
+        self,
+        app: ASGIApp,
+        *,
+        limits: StreamLimits,
+        send_timeout_s: float,
+        retry_after_s: int,
+        keys: KeyRepository | None = None,
+        key_recheck_s: float = 10.0,
     ) -> None:
         self.app = app
         self.limits = limits
         self.send_timeout_s = send_timeout_s
         self.retry_after_s = retry_after_s
+        self.keys = keys
+        self.key_recheck_s = key_recheck_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        tenant = _tenant(scope)
+        tenant, key_id = _principal(scope)
         state = {"streaming": False, "refused": False}
+        checked_at = time.monotonic()
 
         async def guarded_send(message: Message) -> None:
+            nonlocal checked_at
             if message["type"] == "http.response.start" and _is_event_stream(message):
                 try:
                     self.limits.acquire(tenant)
@@ -114,6 +138,19 @@ class StreamGuard:
             if state["refused"]:
                 raise _Refused
             if state["streaming"] and message["type"] == "http.response.body":
+                if (
+                    key_id is not None
+                    and self.keys is not None
+                    and time.monotonic() - checked_at >= self.key_recheck_s
+                ):
+                    checked_at = time.monotonic()
+                    try:
+                        active = await self.keys.is_active(key_id)
+                    except Exception as exc:  # the key table cannot be read: never stream on unchecked
+                        logger.warning("could not recheck a stream's API key (%s)", type(exc).__name__)
+                        active = False
+                    if not active:
+                        raise _Revoked
                 try:
                     async with asyncio.timeout(self.send_timeout_s):
                         await send(message)
@@ -128,6 +165,11 @@ class StreamGuard:
             pass
         except* _Stalled:
             logger.info("dropped an event stream of tenant %r: its reader stopped reading", tenant)
+        except* _Revoked:
+            logger.info("ended an event stream of tenant %r: its API key was revoked", tenant)
+            with contextlib.suppress(Exception):  # end it cleanly; a reader that does not read is cut off
+                async with asyncio.timeout(self.send_timeout_s):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             if state["streaming"]:
                 self.limits.release(tenant)
