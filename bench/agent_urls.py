@@ -36,12 +36,14 @@ from google.protobuf.json_format import MessageToJson  # type: ignore[import-unt
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
+from green_agent import EngineSettings
 from green_agent.reference_agents import agent_card, build_reference_agent_app, serve_app
 from retail_domain import RetailData, load_retail_data
 
 _PREFIX = re.compile(r"^/agents/(\d+)(/.*)?$")
 _CARD_PATH = "/.well-known/agent-card.json"
 _URL_MARK = "http://agent-url.invalid/"
+UNBOUNDED_NOTE = ", card cache unbounded"
 
 
 class ManyUrlAgents:
@@ -88,19 +90,24 @@ def agent_url(base: str, n: int) -> str:
     return f"{base}/agents/{n}/"
 
 
+def _cache_bounds(settings: EngineSettings, unbounded: bool) -> EngineSettings:
+    """`settings`, or with the card cache's count and byte bounds lifted (what the service kept before)."""
+    if not unbounded:
+        return settings
+    return settings.model_copy(
+        update={"agent_card_cache_entries": 100_000, "agent_card_cache_bytes": 1 << 34}
+    )
+
+
 # -- the engine-level probe (tests/engine/test_agent_url_memory.py runs it in a fresh process) --------------
 
 
 async def _probe(urls: int, warmup: int, card_bytes: int, unbounded: bool) -> dict[str, Any]:
     from bench.procstats import rss_bytes
-    from green_agent import AssessmentConfig, Engine, EngineSettings, TaskSelection
+    from green_agent import AssessmentConfig, Engine, TaskSelection
 
     data = await asyncio.to_thread(load_retail_data)
-    settings = EngineSettings()
-    if unbounded:
-        settings = settings.model_copy(
-            update={"agent_card_cache_entries": 100_000, "agent_card_cache_bytes": 1 << 34}
-        )
+    settings = _cache_bounds(EngineSettings(), unbounded)
     async with serve_many_url_agents(data, card_bytes) as base, Engine(settings, data) as engine:
 
         async def one(n: int) -> None:
@@ -123,7 +130,7 @@ async def _probe(urls: int, warmup: int, card_bytes: int, unbounded: bool) -> di
 # -- the service-level benchmark --------------------------------------------------------------------------
 
 
-async def _bench(urls: int, warmup: int, card_bytes: int, database: str) -> dict[str, Any]:
+async def _bench(urls: int, warmup: int, card_bytes: int, database: str, unbounded: bool) -> dict[str, Any]:
     from bench.harness import engine_settings, fresh_database, green_agent_service
     from bench.procstats import rss_bytes
     from bench.white_agent import white_agent_process
@@ -133,7 +140,7 @@ async def _bench(urls: int, warmup: int, card_bytes: int, database: str) -> dict
     async with (
         white_agent_process("many_urls", card_bytes=card_bytes) as white,
         fresh_database(database) as database_url,  # type: ignore[arg-type]
-        green_agent_service(database_url, engine_settings(8), data) as green,
+        green_agent_service(database_url, _cache_bounds(engine_settings(8), unbounded), data) as green,
     ):
 
         async def one(n: int) -> None:
@@ -167,16 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--card-bytes", type=int, default=120_000)
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--unbounded", action="store_true", help="probe: lift the card cache bounds")
+    parser.add_argument("--unbounded", action="store_true", help="lift the card cache bounds (comparison)")
     args = parser.parse_args(argv)
     if args.mode == "probe":
         result = uvloop.run(_probe(args.urls, args.warmup, args.card_bytes, args.unbounded))
         print(json.dumps(result))
         return 0
-    result = uvloop.run(_bench(args.urls, args.warmup, args.card_bytes, args.database))
+    result = uvloop.run(_bench(args.urls, args.warmup, args.card_bytes, args.database, args.unbounded))
     print(
         f"{result['urls']} one-trial assessments, each on a new agent URL with a {args.card_bytes:,}-byte "
-        f"card ({args.database}): RSS {result['rss_before_mib']:.1f} -> {result['rss_after_mib']:.1f} MiB, "
+        f"card ({args.database}{UNBOUNDED_NOTE if args.unbounded else ''}): RSS {result['rss_before_mib']:.1f} -> {result['rss_after_mib']:.1f} MiB, "
         f"{result['rss_kib_per_url']:.1f} KiB per distinct URL"
     )
     return 0
