@@ -181,9 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result))
         return 0
     result = uvloop.run(_bench(args.urls, args.warmup, args.card_bytes, args.database, args.unbounded))
+    where = args.database + (UNBOUNDED_NOTE if args.unbounded else "")
     print(
         f"{result['urls']} one-trial assessments, each on a new agent URL with a {args.card_bytes:,}-byte "
-        f"card ({args.database}{UNBOUNDED_NOTE if args.unbounded else ''}): RSS {result['rss_before_mib']:.1f} -> {result['rss_after_mib']:.1f} MiB, "
+        f"card ({where}): RSS {result['rss_before_mib']:.1f} -> {result['rss_after_mib']:.1f} MiB, "
         f"{result['rss_kib_per_url']:.1f} KiB per distinct URL"
     )
     return 0
