@@ -50,7 +50,8 @@ class StreamLimits:
     def open(self) -> int:
         return sum(self.open_by_tenant.values())
 
-    def acquire(self, tenant: str) -> None:
+    def check(self, tenant: str) -> None:
+        """Raise TooManyStreams when `tenant` may not open one more stream now."""
         held = self.open_by_tenant.get(tenant, 0)
         if held >= self.per_tenant:
             raise TooManyStreams(
@@ -62,7 +63,10 @@ class StreamLimits:
                 f"the service has {self.total} event streams open (limit, GREEN_AGENT_MAX_STREAMS_TOTAL); "
                 "retry later"
             )
-        self.open_by_tenant[tenant] = held + 1
+
+    def acquire(self, tenant: str) -> None:
+        self.check(tenant)
+        self.open_by_tenant[tenant] = self.open_by_tenant.get(tenant, 0) + 1
 
     def release(self, tenant: str) -> None:
         held = self.open_by_tenant.get(tenant, 0) - 1
@@ -88,6 +92,13 @@ def _is_event_stream(message: Message) -> bool:
     return any(
         name.lower() == b"content-type" and value.split(b";")[0].strip().lower() == b"text/event-stream"
         for name, value in message.get("headers", [])
+    )
+
+
+def _asks_for_a_stream(scope: Scope) -> bool:
+    return any(
+        name.lower() == b"accept" and b"text/event-stream" in value.lower()
+        for name, value in scope["headers"]
     )
 
 
@@ -122,6 +133,15 @@ class StreamGuard:
             await self.app(scope, receive, send)
             return
         tenant, key_id = _principal(scope)
+        if _asks_for_a_stream(scope):
+            # Refused before the route runs: an A2A streaming request must not start an assessment that its
+            # requester is then told was refused. (A client that asks for a stream without saying so is
+            # still refused when the stream starts, below.)
+            try:
+                self.limits.check(tenant)
+            except TooManyStreams as exc:
+                await self._too_many(send, str(exc))
+                return
         state = {"streaming": False, "refused": False}
         checked_at = time.monotonic()
 

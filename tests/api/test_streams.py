@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 
 from api.db.engine import create_engine
@@ -22,6 +23,7 @@ from api.events import StatusChanged, TrialDone
 from api.streams import StreamLimits
 from green_agent.models import TranscriptMessage, TurnTaken
 from tests.api.servers import serve_green_app
+from tests.api.test_a2a import a2a_client, agentbeats, request
 
 QUEUED_ONLY = {"worker_enabled": False, "resume_on_start": False}
 MIB = 1024 * 1024
@@ -249,3 +251,20 @@ async def test_a_crowd_of_readers_keeps_memory_flat(database_url: str) -> None:
     assert during - before < 8 * MIB, f"{(during - before) / MIB:.1f} MiB for 16 readers"
     assert all(count > 2 for count in received)  # they did read
     assert len(ended) == 16
+
+
+async def test_a2a_streaming_counts_and_a_refused_stream_starts_nothing(database_url: str) -> None:
+    async with (
+        serve_green_app(database_url, max_streams_per_tenant=1, **QUEUED_ONLY) as (url, app),
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        assessment_id = await create_queued(client)
+        async with open_stream(client, f"/assessments/{assessment_id}/events") as held:
+            assert held.status_code == 200
+            a2a = await a2a_client(url, client, streaming=True)
+            with pytest.raises(Exception, match="429"):
+                async for _ in a2a.send_message(request(agentbeats("http://127.0.0.1:9/", task_ids=["0"]))):
+                    pass
+            listed = (await client.get("/assessments")).json()
+            assert listed["count"] == 1  # the refused A2A stream never ran its request
+        await poll_until(lambda: streams(app).open == 0)
