@@ -27,7 +27,7 @@ import gc
 import json
 import re
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -99,11 +99,24 @@ def _cache_bounds(settings: EngineSettings, unbounded: bool) -> EngineSettings:
     )
 
 
+async def _rss_around(one: Callable[[int], Awaitable[None]], warmup: int, urls: int) -> tuple[int, int]:
+    """RSS after `warmup` calls of `one` (agent URLs 0..warmup-1) and after `urls` more, each on a new URL."""
+    from bench.procstats import rss_bytes
+
+    for n in range(warmup):
+        await one(n)
+    gc.collect()
+    before = rss_bytes()
+    for n in range(warmup, warmup + urls):
+        await one(n)
+    gc.collect()
+    return before, rss_bytes()
+
+
 # -- the engine-level probe (tests/engine/test_agent_url_memory.py runs it in a fresh process) --------------
 
 
 async def _probe(urls: int, warmup: int, card_bytes: int, unbounded: bool) -> dict[str, Any]:
-    from bench.procstats import rss_bytes
     from green_agent import AssessmentConfig, Engine, TaskSelection
 
     data = await asyncio.to_thread(load_retail_data)
@@ -116,14 +129,7 @@ async def _probe(urls: int, warmup: int, card_bytes: int, unbounded: bool) -> di
             async with run._deps.open_conversation():  # an a2a client built for the card, as a trial does
                 pass
 
-        for n in range(warmup):
-            await one(n)
-        gc.collect()
-        before = rss_bytes()
-        for n in range(warmup, warmup + urls):
-            await one(n)
-        gc.collect()
-        after = rss_bytes()
+        before, after = await _rss_around(one, warmup, urls)
     return {"urls": urls, "growth_bytes": after - before, "unbounded": unbounded}
 
 
@@ -132,7 +138,6 @@ async def _probe(urls: int, warmup: int, card_bytes: int, unbounded: bool) -> di
 
 async def _bench(urls: int, warmup: int, card_bytes: int, database: str, unbounded: bool) -> dict[str, Any]:
     from bench.harness import engine_settings, fresh_database, green_agent_service
-    from bench.procstats import rss_bytes
     from bench.white_agent import white_agent_process
     from green_agent import AssessmentConfig, TaskSelection
 
@@ -150,14 +155,7 @@ async def _bench(urls: int, warmup: int, card_bytes: int, database: str, unbound
             if final.status != "completed":
                 raise RuntimeError(f"assessment {record.id} ended {final.status}: {final.error}")
 
-        for n in range(warmup):
-            await one(n)
-        gc.collect()
-        rss_before = rss_bytes()
-        for n in range(warmup, warmup + urls):
-            await one(n)
-        gc.collect()
-        rss_after = rss_bytes()
+        rss_before, rss_after = await _rss_around(one, warmup, urls)
     return {
         "urls": urls,
         "card_bytes": card_bytes,

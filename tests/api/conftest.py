@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.db.engine import create_engine
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData, load_retail_data
 
@@ -34,3 +36,13 @@ async def idle_url(retail_data: RetailData) -> AsyncIterator[str]:
     """A white agent that never answers in time: its assessments run until cancelled."""
     async with serve_reference_agent("idle", data=retail_data) as url:
         yield url
+
+
+@pytest.fixture
+async def database(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """The test's own database (`database_url`), opened for reading what the service stored."""
+    engine = create_engine(database_url)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -17,22 +16,12 @@ from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageConfigurat
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.a2a.request import redact_text
-from api.db.engine import create_engine
 from tests.api.servers import serve_green
 from tests.api.test_a2a import a2a_client, agentbeats
 from tests.api.test_egress_api import columns_holding
 from tests.support.agents import FunctionExecutor, answer_done, serve_agent
 
 SECRET = "Bearer white-agent-secret-77f3a"
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
-    try:
-        yield engine
-    finally:
-        await engine.dispose()
 
 
 async def send(client: Client, parts: list[Part], task_id: str | None = None) -> Task | None:

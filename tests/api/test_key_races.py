@@ -6,27 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import httpx
-import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.db.engine import create_engine
 from api.db.keys import KeyRepository
 from tests.api.servers import serve_green
 
 QUIET = {"worker_enabled": False, "resume_on_start": False}
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
-    try:
-        yield engine
-    finally:
-        await engine.dispose()
 
 
 @dataclass(frozen=True)
