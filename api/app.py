@@ -39,6 +39,7 @@ from api.routes import assessments, events, health, trials
 from api.runtime import open_runtime, resume
 from api.service import AssessmentNotFound
 from api.settings import Settings
+from api.streams import StreamGuard, StreamLimits
 from api.ui import routes as ui
 
 logger = logging.getLogger(__name__)
@@ -102,7 +103,18 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.runtime = None
     # Outermost first at run time: authentication (a 401 costs no body read), then the body limit and
-    # strict JSON, then the routes.
+    # strict JSON, then the bounds on event streams (they need the tenant), then the routes.
+    app.state.streams = StreamLimits(
+        per_tenant=settings.max_streams_per_tenant, total=settings.max_streams_total
+    )
+    app.add_middleware(
+        StreamGuard,
+        limits=app.state.streams,
+        send_timeout_s=settings.stream_send_timeout_s,
+        retry_after_s=settings.quota_retry_after_s,
+        keys=keys,
+        key_recheck_s=settings.stream_key_recheck_s,
+    )
     app.add_middleware(
         RequestGuard,
         max_body_bytes=settings.max_request_bytes,

@@ -15,7 +15,7 @@ import contextlib
 import json
 import logging
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Literal, Protocol
 
@@ -66,15 +66,22 @@ class EventSink(Protocol):
 
 
 QUEUE_SIZE = 10_000
+"""Events one subscriber may have waiting (GREEN_AGENT_STREAM_QUEUE_EVENTS sets the service's)."""
 
 
 class Subscription:
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[HubEvent] = asyncio.Queue(QUEUE_SIZE)
+    """One reader's bounded queue. `accept` filters what is queued at all (a reader that shows only trial
+    ends does not hold turns)."""
+
+    def __init__(
+        self, queue_size: int = QUEUE_SIZE, accept: Callable[[HubEvent], bool] | None = None
+    ) -> None:
+        self.queue: asyncio.Queue[HubEvent] = asyncio.Queue(max(1, queue_size))
         self.lagged = False
+        self._accept = accept
 
     def offer(self, event: HubEvent) -> None:
-        if self.lagged:
+        if self.lagged or (self._accept is not None and not self._accept(event)):
             return
         try:
             self.queue.put_nowait(event)
@@ -95,7 +102,8 @@ class Subscription:
 class ProgressHub:
     """Publish/subscribe by assessment id; publishing never blocks."""
 
-    def __init__(self) -> None:
+    def __init__(self, queue_size: int = QUEUE_SIZE) -> None:
+        self.queue_size = queue_size
         self._subscribers: dict[str, set[Subscription]] = defaultdict(set)
 
     def publish(self, assessment_id: str, event: HubEvent) -> None:
@@ -103,8 +111,14 @@ class ProgressHub:
             subscription.offer(event)
 
     @asynccontextmanager
-    async def subscribe(self, assessment_id: str) -> AsyncIterator[Subscription]:
-        subscription = Subscription()
+    async def subscribe(
+        self,
+        assessment_id: str,
+        *,
+        queue_size: int | None = None,
+        accept: Callable[[HubEvent], bool] | None = None,
+    ) -> AsyncIterator[Subscription]:
+        subscription = Subscription(self.queue_size if queue_size is None else queue_size, accept)
         self._subscribers[assessment_id].add(subscription)
         try:
             yield subscription

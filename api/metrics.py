@@ -28,6 +28,7 @@ from prometheus_client import (
 
 from api.auth import PrincipalDep
 from green_agent import llm
+from green_agent.bounded_cache import BoundedCache
 from green_agent.models import TranscriptMessage, TrialResult
 
 if TYPE_CHECKING:
@@ -101,6 +102,19 @@ LOOP_LAG = Gauge(
 )
 LOOP_LAG_INTERVAL_S = 0.5
 
+# Requesters pick the agent URLs, so the agent_host label could take a new value per assessment and keep a
+# histogram (~2 KiB) for each forever. Only the most recently seen hosts keep their series; the least recently
+# seen one's is removed (GREEN_AGENT_METRICS_AGENT_HOSTS; the runtime sets the bound from the settings).
+AGENT_HOSTS: BoundedCache[str, None] = BoundedCache(64, on_evict=lambda host, _: TURN_SECONDS.remove(host))
+
+
+def observe_turn(host: str, seconds: float) -> None:
+    if host in AGENT_HOSTS:
+        AGENT_HOSTS.get(host)  # now the most recently seen
+    else:
+        AGENT_HOSTS.put(host, None)
+    TURN_SECONDS.labels(host).observe(seconds)
+
 
 def _observe_llm(call: llm.LLMCall) -> None:
     LLM_CALLS.labels(call.model, call.outcome).inc()
@@ -133,7 +147,7 @@ class TurnClock:
         at = message.timestamp.timestamp()
         before = self._last.get(key)
         if message.role == "assistant" and before is not None:
-            TURN_SECONDS.labels(self.host).observe(max(0.0, at - before))
+            observe_turn(self.host, max(0.0, at - before))
         self._last[key] = at
 
     def trial_done(self, result: TrialResult) -> None:

@@ -27,8 +27,8 @@ from api.a2a.tenancy import TenantTaskStore
 from api.db.engine import create_engine
 from api.db.migrate import schema_lock, upgrade
 from api.db.repository import AssessmentRepository, RunnerLease
-from api.events import EventRelay, ProgressHub
-from api.metrics import measure_loop_lag
+from api.events import QUEUE_SIZE, EventRelay, ProgressHub
+from api.metrics import AGENT_HOSTS, measure_loop_lag
 from api.queue import QueueSettings, TrialQueue
 from api.quotas import QuotaPolicy
 from api.service import AssessmentService
@@ -91,6 +91,7 @@ async def open_service(
     egress: EgressPolicy | None = None,
     quotas: QuotaPolicy | None = None,
     take_over: bool = True,
+    stream_queue_events: int = QUEUE_SIZE,
 ) -> AsyncIterator[AssessmentService]:
     """The service over an open engine: its trial queue, the progress relay (PostgreSQL) and, when `worker`,
     a queue worker running trials in this process; all stopped on exit (workers first). On SQLite a process
@@ -100,7 +101,7 @@ async def open_service(
     await queue.open()
     background: list[asyncio.Task[None]] = []
     try:
-        hub = ProgressHub()
+        hub = ProgressHub(stream_queue_events)
         relay = EventRelay(hub, queue.connector) if queue.persistent else None
         lease = (
             RunnerLease(worker_name(), queue_settings.stalled_after_s)
@@ -172,6 +173,7 @@ async def open_runtime(
         data = await asyncio.to_thread(load_retail_data, settings.data_dir)
         freeze_startup_objects()
         repository = AssessmentRepository(database)
+        AGENT_HOSTS.max_entries = settings.metrics_agent_hosts
         run_worker = settings.worker_enabled if worker is None else worker
         async with (
             Engine(settings.engine_settings(), data) as engine,
@@ -184,6 +186,7 @@ async def open_runtime(
                 egress=settings.egress_policy(),
                 quotas=settings.quota_policy(),
                 take_over=take_over,
+                stream_queue_events=settings.stream_queue_events,
             ) as service,
         ):
             yield Runtime(settings, database, repository, data, engine, service, task_store, run_worker)

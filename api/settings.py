@@ -275,6 +275,11 @@ class Settings(BaseSettings):
     assessment_slot_share: float = Field(default=_engine_default("assessment_slot_share"), gt=0, le=1)
     max_agent_headers: int = Field(default=_engine_default("max_agent_headers"), ge=0, le=64)
     max_agent_header_bytes: int = Field(default=_engine_default("max_agent_header_bytes"), ge=0, le=65_536)
+    agent_card_cache_entries: int = Field(
+        default=_engine_default("agent_card_cache_entries"), ge=0, le=100_000
+    )
+    agent_card_cache_bytes: int = Field(default=_engine_default("agent_card_cache_bytes"), ge=0, le=1 << 34)
+    agent_card_cache_ttl_s: float = Field(default=_engine_default("agent_card_cache_ttl_s"), ge=0, le=86_400)
 
     # -- Security: admission quotas and request limits (issue 9a; README "Security") ----------------------
     quota_active_assessments: int = Field(
@@ -313,6 +318,51 @@ class Settings(BaseSettings):
     )
     max_request_json_depth: int = Field(
         default=32, ge=4, le=512, description="Deepest nesting of JSON in a request (422 beyond)."
+    )
+
+    # -- streams and per-agent state (issue 17): what one tenant's connections and agent URLs may hold --
+    max_streams_per_tenant: int = Field(
+        default=16,
+        ge=1,
+        le=100_000,
+        description="Event streams (REST events, /ui/live, A2A streaming) one tenant may hold open per "
+        "process (429 beyond).",
+    )
+    max_streams_total: int = Field(
+        default=512,
+        ge=1,
+        le=1_000_000,
+        description="Event streams open per process, all tenants (429 beyond).",
+    )
+    stream_send_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="A stream whose reader takes no event for this long (it stopped reading) is dropped.",
+    )
+    stream_key_recheck_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="An open stream checks its API key again this often and ends once it is revoked.",
+    )
+    stream_queue_events: int = Field(
+        default=10_000,
+        ge=1,
+        le=1_000_000,
+        description="Events one subscriber (a REST stream, an A2A task) may have waiting; past it: `lagged`.",
+    )
+    ui_live_queue_events: int = Field(
+        default=256,
+        ge=1,
+        le=1_000_000,
+        description="Finished trials and status changes a /ui/live stream may have waiting per assessment.",
+    )
+    metrics_agent_hosts: int = Field(
+        default=64,
+        ge=1,
+        le=100_000,
+        description="Agent hosts with a turn-latency series in /metrics; the least recently seen goes first.",
     )
 
     # -- web UI (/ui) --
@@ -473,6 +523,9 @@ class Settings(BaseSettings):
             assessment_slot_share=self.assessment_slot_share,
             max_agent_headers=self.max_agent_headers,
             max_agent_header_bytes=self.max_agent_header_bytes,
+            agent_card_cache_entries=self.agent_card_cache_entries,
+            agent_card_cache_bytes=self.agent_card_cache_bytes,
+            agent_card_cache_ttl_s=self.agent_card_cache_ttl_s,
             llm_prices=dict(self.llm_prices),
             agent_usage_max_tokens_per_reply=self.agent_usage_max_tokens_per_reply,
             agent_usage_max_cost_per_reply=self.agent_usage_max_cost_per_reply,

@@ -22,6 +22,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from starlette.applications import Starlette
 
+from bench.agent_urls import serve_many_url_agents
 from bench.procstats import cpu_seconds, peak_rss_bytes, rss_bytes
 from green_agent.reference_agents import (
     ReferenceKind,
@@ -38,7 +39,7 @@ READY = "READY"
 START_TIMEOUT_S = 120.0
 IDLE_S = 86_400.0
 
-WhiteKind = Literal[ReferenceKind, "idle_after_call", "hostile"]
+WhiteKind = Literal[ReferenceKind, "idle_after_call", "hostile", "many_urls"]
 IDLE_AFTER_CALL = (
     "Answers a conversation's first message with one read-only tool call, then never again: the trials it "
     "holds are past their large opening message, as most live trials of a real assessment are."
@@ -63,7 +64,7 @@ class IdleAfterCallExecutor(AgentExecutor):
 
 
 @contextlib.asynccontextmanager
-async def _serving(kind: WhiteKind, delay_s: float) -> AsyncIterator[str]:
+async def _serving(kind: WhiteKind, delay_s: float, card_bytes: int) -> AsyncIterator[str]:
     if kind == "idle_after_call":
 
         def app_for(url: str) -> Starlette:
@@ -74,6 +75,10 @@ async def _serving(kind: WhiteKind, delay_s: float) -> AsyncIterator[str]:
             yield url
         return
     data = await asyncio.to_thread(load_retail_data)
+    if kind == "many_urls":  # bench/agent_urls.py: the oracle under any /agents/<n>/ prefix
+        async with serve_many_url_agents(data, card_bytes) as url:
+            yield url + "/"
+        return
     if kind == "hostile":  # green_agent/reference_agents/hostile.py: every task gets one worst case
         agent = HostileAgent(data, worst_case_plan(list(data.tasks)))
         async with serve_app(agent.app) as url:
@@ -83,23 +88,24 @@ async def _serving(kind: WhiteKind, delay_s: float) -> AsyncIterator[str]:
         yield url
 
 
-async def _serve(kind: WhiteKind, delay_s: float) -> None:
+async def _serve(kind: WhiteKind, delay_s: float, card_bytes: int) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with _serving(kind, delay_s) as url:
+    async with _serving(kind, delay_s, card_bytes) as url:
         print(f"{READY} {url}", flush=True)
         await stop.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="serve one reference white agent for the benchmarks")
-    kinds = [*get_args(ReferenceKind), "idle_after_call", "hostile"]
+    kinds = [*get_args(ReferenceKind), "idle_after_call", "hostile", "many_urls"]
     parser.add_argument("--kind", choices=kinds, default="oracle")
     parser.add_argument("--delay-s", type=float, default=0.0, help="sleep before every reply (LLM latency)")
+    parser.add_argument("--card-bytes", type=int, default=120_000, help="many_urls: size of each agent card")
     args = parser.parse_args(argv)
-    uvloop.run(_serve(args.kind, args.delay_s))
+    uvloop.run(_serve(args.kind, args.delay_s, args.card_bytes))
     return 0
 
 
@@ -122,7 +128,7 @@ class WhiteAgentProcess:
 
 @contextlib.asynccontextmanager
 async def white_agent_process(
-    kind: WhiteKind = "oracle", delay_s: float = 0.0
+    kind: WhiteKind = "oracle", delay_s: float = 0.0, *, card_bytes: int = 120_000
 ) -> AsyncIterator[WhiteAgentProcess]:
     """Start `python -m bench.white_agent` and yield it once it serves; terminate it afterwards.
 
@@ -137,6 +143,8 @@ async def white_agent_process(
             kind,
             "--delay-s",
             str(delay_s),
+            "--card-bytes",
+            str(card_bytes),
             stdout=asyncio.subprocess.PIPE,
             stderr=log,
         )

@@ -153,6 +153,19 @@ class EngineSettings(BaseModel):
     max_agent_header_bytes: int = Field(
         default=4096, ge=0, le=65_536, description="Total bytes of those headers' names and values."
     )
+    # -- per-agent state: a requester picks the agent URLs, so what is kept per agent is bounded --
+    agent_card_cache_entries: int = Field(
+        default=64, ge=0, le=100_000, description="Agent cards kept per egress policy (LRU; 0: none)."
+    )
+    agent_card_cache_bytes: int = Field(
+        default=2 * 1024 * 1024,
+        ge=0,
+        le=1 << 34,
+        description="Total serialized size of the cached agent cards per egress policy (LRU beyond).",
+    )
+    agent_card_cache_ttl_s: float = Field(
+        default=300.0, ge=0, le=86_400, description="A cached agent card is fetched again after this long."
+    )
     # -- cost accounting (tau2 interop) --
     llm_prices: dict[str, ModelPrice] = Field(
         default_factory=dict,

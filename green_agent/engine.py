@@ -35,6 +35,7 @@ from typing import Any
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings, LLMEndpoint
 from green_agent.errors import AgentEgressError, AgentError, AgentNotReachedError, LLMUnavailableError
 from green_agent.judge import Judge
+from green_agent.keyed_limits import KeyedLimits
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.metrics import compute_report
 from green_agent.models import AssessmentReport, RunInfo, TrialFinished, TrialResult, TrialStarted
@@ -72,7 +73,7 @@ class Engine:
             tenant_share=settings.tenant_slot_share,
             assessment_share=settings.assessment_slot_share,
         )
-        self._per_agent: dict[str, asyncio.Semaphore] = {}
+        self._per_agent = KeyedLimits(settings.max_concurrent_per_agent)
         self._guidelines = ""
         self._judge: Judge | None = None
 
@@ -96,6 +97,9 @@ class Engine:
                 conversations_per_client=self.settings.conversations_per_client,
                 max_reply_bytes=self.settings.limits.max_reply_bytes,
                 max_reply_values=self.settings.limits.max_reply_values,
+                card_cache_entries=self.settings.agent_card_cache_entries,
+                card_cache_bytes=self.settings.agent_card_cache_bytes,
+                card_cache_ttl_s=self.settings.agent_card_cache_ttl_s,
             )
             pool = self._pools[policy] = WhiteAgentPool(limits, policy=policy, resolver=self._resolver)
         return pool
@@ -231,16 +235,14 @@ class Engine:
         pool = self._pool_for((egress or EgressPolicy()).for_agent(agent))
         headers = config.agent_header_values()
         await self._check_card(pool, config.agent_url, headers)
-        agent_bound = self._per_agent.setdefault(
-            agent.key, asyncio.Semaphore(self.settings.max_concurrent_per_agent)
-        )
+        assessment_bound = asyncio.Semaphore(config.concurrency)
         owner = assessment_id or f"run-{id(config)}"
         return AssessmentRun(
             engine=self,
             config=config,
             deps=self._deps(config, emit, pool, headers),
             seeds=trial_seeds(config.seed, config.trials),
-            bounds=(asyncio.Semaphore(config.concurrency), agent_bound),
+            bounds=(lambda: assessment_bound, lambda: self._per_agent.hold(agent.key)),
             slot=lambda: self.slots.slot(tenant, owner),
             pool=pool,
         )
@@ -339,7 +341,7 @@ class Engine:
         """Fetch the card once up front (with its retries; conversations reuse it): an agent whose card cannot
         be read cannot be assessed, so the assessment fails at once rather than charging every trial. A card
         the egress policy refuses raises its own `AgentEgressError`."""
-        pool.forget_card(agent_url)  # an agent redeployed between assessments may have changed
+        pool.forget_card(agent_url, headers)  # an agent redeployed between assessments may have changed
         try:
             await pool.card(agent_url, headers)
         except AgentEgressError:
@@ -395,7 +397,7 @@ class AssessmentRun:
         config: AssessmentConfig,
         deps: TrialDeps,
         seeds: list[int],
-        bounds: tuple[asyncio.Semaphore, ...],
+        bounds: tuple[Callable[[], contextlib.AbstractAsyncContextManager[Any]], ...],
         slot: Callable[[], contextlib.AbstractAsyncContextManager[Any]],
         pool: WhiteAgentPool,
     ) -> None:
@@ -419,7 +421,7 @@ class AssessmentRun:
         )
         async with contextlib.AsyncExitStack() as held:
             for bound in self._bounds:
-                await held.enter_async_context(bound)
+                await held.enter_async_context(bound())
             await held.enter_async_context(self._slot())
             await self._deps.emit(TrialStarted(task_id=task_id, trial=trial))
             return await self._engine.run_with_retries(spec, self._deps)

@@ -11,21 +11,23 @@ import asyncio
 import contextlib
 import json
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from a2a.helpers import get_data_parts, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskStore, TaskUpdater
-from a2a.types import Artifact, Part, Task, TaskState, TaskStatus
+from a2a.types import Artifact, Message, Part, Task, TaskState, TaskStatus
+from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
 
-from api.a2a.request import RequestError, parse_request, redact_request
+from api.a2a.request import RequestError, parse_request, redact_text
 from api.a2a.result import RESULT_ARTIFACT, result_parts
 from api.a2a.tenancy import owner_context, principal_of
 from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord, IdempotencyConflict
 from api.events import Lagged, StatusChanged, Subscription, TrialDone
 from api.quotas import QuotaExceeded
 from api.request_limits import short
+from api.service import is_progress
 from green_agent.config import ConfigError
 
 if TYPE_CHECKING:
@@ -55,6 +57,31 @@ def request_text(context: RequestContext) -> str:
     return ""
 
 
+def _redacted_json(value: Any) -> str | None:
+    return redact_text(json.dumps(value, default=str))
+
+
+def redact_message(message: Message) -> None:
+    """Redact, in place, every place of an incoming message that may carry agent headers: text parts, data
+    parts (kept as the redacted JSON text), and the metadata of the parts and of the message (dropped when
+    they name the field). Whichever message it is (a first request, a second one to the same task, one the
+    request check rejects): the SDK stores what is left in the task's history."""
+    for index, part in enumerate(list(message.parts)):
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            redacted = redact_text(part.text)
+            if redacted is not None:
+                message.parts[index].text = redacted
+        elif kind == "data":
+            redacted = _redacted_json(get_data_parts([part])[0])
+            if redacted is not None:
+                message.parts[index].CopyFrom(Part(text=redacted))
+        if part.HasField("metadata") and _redacted_json(MessageToDict(part.metadata)) is not None:
+            message.parts[index].ClearField("metadata")
+    if message.HasField("metadata") and _redacted_json(MessageToDict(message.metadata)) is not None:
+        message.ClearField("metadata")
+
+
 def failure_text(record: AssessmentRecord) -> str:
     """The failed task's message: the stored reason, which says what to fix (e.g. an unreachable agent)."""
     return f"Assessment failed: {record.error or f'assessment ended as {record.status}'}"
@@ -82,10 +109,7 @@ class AssessmentExecutor(AgentExecutor):
         if context.message is None:
             raise ValueError("execute() without a message")
         text = request_text(context)
-        redacted = redact_request(text)
-        if redacted is not None:  # before the message is kept in the task's history
-            del context.message.parts[:]
-            context.message.parts.append(Part(text=redacted))
+        redact_message(context.message)  # before the message is kept in the task's history
         # Built here rather than with the SDK's new_task_from_user_message, which raises on an empty text
         # part (a JSON-RPC internal error); an empty request is the requester's mistake: a rejected task.
         task = context.current_task or Task(
@@ -138,7 +162,7 @@ class AssessmentExecutor(AgentExecutor):
         intro = f"Assessment {record.id} started: {record.trials_total} trials."
         if record.warnings:
             intro += " " + " ".join(record.warnings)
-        async with service.subscribe(record.id) as subscription:
+        async with service.subscribe(record.id, accept=is_progress) as subscription:
             await service.start(record)
             await updater.start_work(message=updater.new_agent_message([Part(text=intro)]))
             # Subscribed before starting, so no event is missed; an assessment that already ended (a replayed

@@ -100,21 +100,33 @@ class AgentBeatsRequest(BaseModel):
 REDACTED = "[redacted]"
 
 
-def redact_request(text: str) -> str | None:
-    """The request text with the values of `config.agent_headers` replaced, for the A2A task's history (which
-    tasks/get returns); None when there is nothing to redact."""
+AGENT_HEADERS_KEY = "agent_headers"
+UNREADABLE_REDACTED = "[request not kept: it mentions agent_headers but could not be read to redact them]"
+
+
+def redact_text(text: str) -> str | None:
+    """`text` as an A2A task's history may keep it (tasks/get returns it): the value of every `agent_headers`
+    key at any depth replaced (names kept, values not), duplicate keys resolved (the JSON is written anew, so
+    a value an earlier duplicate held is not kept either). Text that cannot be parsed (not JSON, too deep)
+    but may name the field is replaced whole. None when there is nothing to redact."""
+    found = False
+
+    def redacting(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal found
+        fields: dict[str, Any] = {}
+        for key, value in pairs:
+            if key.strip().lower() == AGENT_HEADERS_KEY:
+                found = True
+                value = {str(name): REDACTED for name in value} if isinstance(value, dict) else REDACTED
+            fields[key] = value
+        return fields
+
     try:
-        payload = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, or too deep: parse_request says so
-        return None
-    config = payload.get("config") if isinstance(payload, dict) else None
-    if not isinstance(config, dict) or config.get("agent_headers") is None:
-        return None
-    headers = config["agent_headers"]
-    config["agent_headers"] = (
-        {str(name): REDACTED for name in headers} if isinstance(headers, dict) else REDACTED
-    )
-    return json.dumps(payload)
+        payload = json.loads(text, object_pairs_hook=redacting)
+    except (ValueError, RecursionError):
+        # "\u" too: an escaped key (\u0061gent_headers) names the field as well once parsed.
+        return UNREADABLE_REDACTED if AGENT_HEADERS_KEY in text.lower() or "\\u" in text else None
+    return json.dumps(payload) if found else None
 
 
 def shard(task_ids: list[str], index: int, count: int) -> list[str]:

@@ -115,6 +115,12 @@ class KeyRepository:
                 return None
             return _key(row)
 
+    async def is_active(self, key_id: str) -> bool:
+        """Whether the key exists and is not revoked (long-lived streams check their key again with this)."""
+        async with self._sessions() as session:
+            row = await session.get(ApiKeyRow, key_id)
+            return row is not None and row.revoked_at is None
+
     async def any_exist(self) -> bool:
         """Whether any key was ever created (revoked ones count: revoking the last key does not reopen
         the service)."""

@@ -4,7 +4,8 @@ A browser keeps only ~6 HTTP/1.1 connections per host, so the list page cannot o
 assessment; it opens this one, for every unfinished assessment on the page. Each event is `progress`
 (`{assessment_id, status, trials_done, trials_total}`); the stream starts with the current state of each,
 sends a new event per finished trial or status change, and ends once all of them are finished (or when the
-reader falls behind: the browser then reconnects and starts from the current state again).
+reader falls behind: its bounded queue ends with `lagged`, the stream ends, and the browser reconnects and
+starts from the current state again; a reader that stops reading altogether is dropped by `api.streams`).
 
 Asked `with_trials` (the assessment page), it also sends a `trial` event per finished trial, with the grid
 cell that trial now has (`{assessment_id, task_id, trial, outcome, title, href}`), read back from storage.
@@ -22,8 +23,12 @@ from sse_starlette import ServerSentEvent
 
 from api.db.repository import TERMINAL, AssessmentRepository
 from api.events import HubEvent, Lagged, StatusChanged, Subscription, TrialDone
-from api.service import AssessmentService
+from api.service import AssessmentService, is_progress
 from api.ui import views
+
+QUEUE_EVENTS = 256
+"""Finished trials and status changes one assessment's subscription may hold for a live stream
+(GREEN_AGENT_UI_LIVE_QUEUE_EVENTS)."""
 
 
 class Progress(BaseModel):
@@ -72,10 +77,22 @@ async def _trial_cell(
 
 
 async def progress_stream(
-    service: AssessmentService, ids: Sequence[str], *, with_trials: bool = False
+    service: AssessmentService,
+    ids: Sequence[str],
+    *,
+    with_trials: bool = False,
+    queue_events: int = QUEUE_EVENTS,
 ) -> AsyncIterator[ServerSentEvent]:
+    """Memory per stream is bounded: each assessment's subscription queues at most `queue_events` finished
+    trials and status changes (turns are not queued at all), and the forwarders hand them on one at a time
+    (a forwarder waits while the stream is behind, so its subscription fills and ends with `lagged`)."""
     async with contextlib.AsyncExitStack() as stack:
-        subscriptions = {i: await stack.enter_async_context(service.subscribe(i)) for i in ids}
+        subscriptions = {
+            i: await stack.enter_async_context(
+                service.subscribe(i, queue_size=queue_events, accept=is_progress)
+            )
+            for i in ids
+        }
         # Subscribed before reading the state: nothing that happens in between is lost.
         open_ids = set()
         status: dict[str, str] = {}
@@ -94,14 +111,15 @@ async def progress_stream(
                 open_ids.add(assessment_id)
         if not open_ids:
             return
-        merged: asyncio.Queue[tuple[str, HubEvent]] = asyncio.Queue()
+        merged: asyncio.Queue[tuple[str, HubEvent]] = asyncio.Queue(1)
         forwarders = [
             asyncio.create_task(_forward(i, subscriptions[i], merged), name=f"ui-live-{i}") for i in open_ids
         ]
         try:
             while open_ids:
                 assessment_id, event = await merged.get()
-                if isinstance(event, Lagged):
+                if isinstance(event, Lagged):  # the browser reconnects and starts from the stored state
+                    yield ServerSentEvent(data=event.model_dump_json(), event=event.kind)
                     return
                 if isinstance(event, StatusChanged):
                     status[assessment_id] = event.status

@@ -367,7 +367,10 @@ async def live_progress(
         )
     for assessment_id in ids:
         await visible_assessment(runtime, viewer, assessment_id)
-    return EventSourceResponse(progress_stream(runtime.service, ids, with_trials=trials), ping=15)
+    stream = progress_stream(
+        runtime.service, ids, with_trials=trials, queue_events=runtime.settings.ui_live_queue_events
+    )
+    return EventSourceResponse(stream, ping=15)
 
 
 # -- signing in ---------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ agents, measures it).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import ssl
 import uuid
@@ -56,6 +57,7 @@ from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
 
+from green_agent.bounded_cache import BoundedCache
 from green_agent.errors import (
     AgentEgressError,
     AgentError,
@@ -109,6 +111,12 @@ class ClientLimits:
     poll_interval_s: float = 0.25
     max_reply_bytes: int = AgentLimits().max_reply_bytes
     max_reply_values: int = AgentLimits().max_reply_values
+    card_cache_entries: int = 64
+    """Agent cards kept (with the a2a clients built from them), least recently used first out."""
+    card_cache_bytes: int = 2 * 1024 * 1024
+    """Their total serialized size; a requester picks the URLs, and each card may be max_reply_bytes."""
+    card_cache_ttl_s: float = 300.0
+    """Age at which a cached card is fetched again."""
 
     @property
     def retry_schedule_s(self) -> float:
@@ -165,19 +173,37 @@ class _BoundedTransport(httpx.AsyncBaseTransport):
 
 @dataclass
 class _Slot:
+    index: int
     http: httpx.AsyncClient
     factory: ClientFactory
     active: int = 0
-    clients: dict[str, tuple[AgentCard, Client]] = field(default_factory=dict)
-    """One a2a client per agent, shared by the slot's conversations: it keeps no per-call state (the context
-    id travels in each message), and building one per trial cost CPU and memory for nothing."""
 
-    def client_for(self, agent_url: str, card: AgentCard) -> Client:
-        cached = self.clients.get(agent_url)
-        if cached is not None and cached[0] is card:
-            return cached[1]
-        client = self.factory.create(card)  # a new or re-fetched card: conversations still open keep the old
-        self.clients[agent_url] = (card, client)
+
+CardKey = tuple[str, str]
+"""(agent URL, digest of the agent headers): what a card fetch depends on within one pool (one egress
+policy). Two assessments of one URL with different credentials may be served different cards."""
+
+
+def card_key(agent_url: str, headers: AgentHeaders | None) -> CardKey:
+    digest = hashlib.sha256()
+    for name, value in sorted((headers or {}).items(), key=lambda item: item[0].lower()):
+        digest.update(f"{name.lower()}\0{value}\0".encode("utf-8", "surrogatepass"))
+    return agent_url, digest.hexdigest()
+
+
+@dataclass
+class _CachedCard:
+    """One agent's card and the a2a clients built from it, one per slot that used it: the clients keep no
+    per-call state (the context id travels in each message), and building one per trial cost CPU and memory
+    for nothing. Evicting the entry drops them all."""
+
+    card: AgentCard
+    clients: dict[int, Client] = field(default_factory=dict)
+
+    def client_for(self, slot: _Slot) -> Client:
+        client = self.clients.get(slot.index)
+        if client is None:
+            client = self.clients[slot.index] = slot.factory.create(self.card)
         return client
 
 
@@ -191,10 +217,18 @@ class WhiteAgentPool:
     resolver: Resolver | None = None
     """Host name resolution (None = the system resolver); tests inject one."""
     _slots: list[_Slot] = field(default_factory=list, init=False)
-    _cards: dict[str, AgentCard] = field(default_factory=dict, init=False)
-    _card_locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
+    _cards: BoundedCache[CardKey, _CachedCard] = field(init=False)
+    _fetching: dict[CardKey, asyncio.Task[_CachedCard]] = field(default_factory=dict, init=False)
+    """Card fetches in flight (one per key; concurrent callers share it): at most one per waiting caller."""
     _card_http: httpx.AsyncClient | None = field(default=None, init=False)
     _ssl: ssl.SSLContext | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self._cards = BoundedCache(
+            self.limits.card_cache_entries,
+            max_bytes=self.limits.card_cache_bytes,
+            ttl_s=self.limits.card_cache_ttl_s,
+        )
 
     def _ssl_context(self) -> ssl.SSLContext:
         """One TLS context for all the pool's clients, built on first use.
@@ -228,7 +262,7 @@ class WhiteAgentPool:
             streaming=False,  # one answer per message; the turn timeout bounds it
             supported_protocol_bindings=[TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON],
         )
-        slot = _Slot(http=http, factory=ClientFactory(config))
+        slot = _Slot(index=len(self._slots), http=http, factory=ClientFactory(config))
         self._slots.append(slot)
         return slot
 
@@ -249,25 +283,42 @@ class WhiteAgentPool:
     async def card(self, agent_url: str, headers: AgentHeaders | None = None) -> AgentCard:
         """The agent's card, fetched once and cached (failures are not cached). Raises `AgentEgressError`
         when the card advertises an endpoint the policy refuses."""
-        cached = self._cards.get(agent_url)
-        if cached is not None:
-            return cached
-        lock = self._card_locks.setdefault(agent_url, asyncio.Lock())
-        async with lock:
-            if agent_url in self._cards:
-                return self._cards[agent_url]
-            if self._card_http is None:  # its own client: card fetches never queue behind conversations
-                self._card_http = httpx.AsyncClient(
-                    timeout=self.limits.card_timeout_s, transport=self._transport(httpx.Limits())
-                )
-            card = await self._fetch_card(self._card_http, agent_url, headers or {})
-            self._check_endpoints(card)
-            self._cards[agent_url] = card
-            return card
+        return (await self._cached_card(agent_url, headers)).card
 
-    def forget_card(self, agent_url: str) -> None:
+    async def _cached_card(self, agent_url: str, headers: AgentHeaders | None) -> _CachedCard:
+        key = card_key(agent_url, headers)
+        cached = self._cards.get(key)
+        if cached is not None:
+            # The cache belongs to this pool's policy; the URL and the card's endpoints are judged again at
+            # every use all the same (cheap: no resolution), so a cached card never outlives the decision.
+            reason = self.policy.url_refusal(agent_url)
+            if reason is not None:
+                self._cards.pop(key)
+                raise AgentEgressError(f"the agent URL is refused: {reason}")
+            self._check_endpoints(cached.card)
+            return cached
+        fetching = self._fetching.get(key)
+        if fetching is None:
+            fetching = asyncio.create_task(self._fetch_and_cache(key, agent_url, headers or {}))
+            self._fetching[key] = fetching
+            fetching.add_done_callback(lambda _: self._fetching.pop(key, None))
+        # Shielded: one caller cancelled does not cancel the fetch the others wait for.
+        return await asyncio.shield(fetching)
+
+    async def _fetch_and_cache(self, key: CardKey, agent_url: str, headers: AgentHeaders) -> _CachedCard:
+        if self._card_http is None:  # its own client: card fetches never queue behind conversations
+            self._card_http = httpx.AsyncClient(
+                timeout=self.limits.card_timeout_s, transport=self._transport(httpx.Limits())
+            )
+        card = await self._fetch_card(self._card_http, agent_url, headers)
+        self._check_endpoints(card)
+        entry = _CachedCard(card)
+        self._cards.put(key, entry, size=card.ByteSize())
+        return entry
+
+    def forget_card(self, agent_url: str, headers: AgentHeaders | None = None) -> None:
         """Drop the cached card, so the next conversation fetches it afresh (once per assessment)."""
-        self._cards.pop(agent_url, None)
+        self._cards.pop(card_key(agent_url, headers))
 
     async def _fetch_card(self, http: httpx.AsyncClient, agent_url: str, headers: AgentHeaders) -> AgentCard:
         """Every failure reads the same (closed port, open port that is not HTTP, HTTP that is not A2A,
@@ -308,11 +359,12 @@ class WhiteAgentPool:
         self, agent_url: str, *, turn_timeout_s: float, headers: AgentHeaders | None = None
     ) -> AsyncIterator[Conversation]:
         """A fresh A2A context (one per trial) on one of the pooled clients."""
-        card = await self.card(agent_url, headers)
+        cached = await self._cached_card(agent_url, headers)
+        card = cached.card
         slot = self._acquire_slot()
         try:
             try:
-                client = slot.client_for(agent_url, card)
+                client = cached.client_for(slot)
             except ValueError as exc:
                 raise AgentProtocolError(f"the agent card offers no usable transport: {exc}") from exc
             yield Conversation(
@@ -327,6 +379,9 @@ class WhiteAgentPool:
             slot.active -= 1
 
     async def aclose(self) -> None:
+        for fetching in list(self._fetching.values()):
+            fetching.cancel()
+        self._cards.clear()
         for slot in self._slots:
             await slot.http.aclose()
         self._slots.clear()

@@ -57,7 +57,22 @@ NEVER_REACHABLE: tuple[tuple[IPNetwork, str], ...] = (
     (_net("255.255.255.255/32"), "broadcast"),
     (_net("240.0.0.0/4"), "reserved"),
 )
-_NAT64 = _net("64:ff9b::/96")
+# Not globally routable, although Python's `is_global` says otherwise: site-local (deprecated, RFC 3879) and
+# the local-use NAT64 prefix (RFC 8215), which a network's own translator routes into its IPv4 space.
+NOT_GLOBAL: tuple[IPNetwork, ...] = (_net("fec0::/10"), _net("64:ff9b:1::/48"))
+
+# IPv6 forms that carry an IPv4 address a translator, tunnel or dual stack may deliver to. Each is judged as
+# the address itself AND as every IPv4 address it may stand for: one refused reading refuses the address.
+_IPV4_MAPPED = _net("::ffff:0:0/96")  # ::ffff:a.b.c.d
+_IPV4_TRANSLATED = _net("::ffff:0:0:0/96")  # ::ffff:0:a.b.c.d (SIIT, RFC 2765)
+_IPV4_COMPATIBLE = _net("::/96")  # ::a.b.c.d (deprecated, RFC 4291); :: and ::1 are themselves
+_NAT64 = _net("64:ff9b::/96")  # well-known NAT64 prefix (RFC 6052)
+_NAT64_LOCAL = _net("64:ff9b:1::/48")  # local-use NAT64 (RFC 8215): any RFC 6052 prefix length in it
+_6TO4 = _net("2002::/16")
+_TEREDO = _net("2001::/32")
+_ISATAP_IDS = (0x00005EFE, 0x02005EFE)  # interface identifier ...:0000:5efe:a.b.c.d / ...:0200:5efe:a.b.c.d
+_ZERO_NET = _net("0.0.0.0/8")
+_V4_IN_LOW_32 = (_IPV4_MAPPED, _IPV4_TRANSLATED, _NAT64)
 
 
 def url_problem(url: str) -> str | None:
@@ -90,15 +105,53 @@ def _literal_address(host: str) -> IPAddress | None:
         return None
 
 
-def _embedded_v4(address: IPAddress) -> IPAddress:
-    """The IPv4 address an IPv6 one stands for (mapped, NAT64, 6to4), else the address itself."""
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return address.ipv4_mapped
-        if address in _NAT64:
-            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-        if address.sixtofour is not None:
-            return address.sixtofour
+def _low32(value: int) -> ipaddress.IPv4Address:
+    return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+
+
+def _rfc6052_candidates(value: int) -> list[ipaddress.IPv4Address]:
+    """The IPv4 address behind a NAT64 address of a /48, /56, /64 or /96 prefix (RFC 6052 section 2.2: bits
+    64-71 are skipped), one reading per prefix length, since the prefix length is the network's choice."""
+    octets = value.to_bytes(16, "big")
+    readings = (octets[6:8] + octets[9:11], octets[7:8] + octets[9:12], octets[9:13], octets[12:16])
+    # A reading in 0.0.0.0/8 is the zero padding of another prefix length, not a destination.
+    return [v4 for v4 in map(ipaddress.IPv4Address, readings) if v4 not in _ZERO_NET]
+
+
+def embedded_ipv4(address: IPAddress) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address an IPv6 address may stand for (mapped, translated, compatible, NAT64 well-known and
+    local-use, 6to4, Teredo server and client, ISATAP); empty for IPv4 and for plain IPv6 addresses."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return []
+    value = int(address)
+    if any(address in network for network in _V4_IN_LOW_32):
+        return [_low32(value)]
+    if address in _IPV4_COMPATIBLE:
+        return [_low32(value)] if value > 1 else []
+    if address in _NAT64_LOCAL:
+        return _rfc6052_candidates(value)
+    if address.sixtofour is not None:
+        return [address.sixtofour]
+    if address.teredo is not None:
+        return list(address.teredo)
+    if (value >> 32) & 0xFFFFFFFF in _ISATAP_IDS:
+        return [_low32(value)]
+    return []
+
+
+def is_global(address: IPAddress) -> bool:
+    """Globally routable, and so is every IPv4 address it may stand for."""
+    if not address.is_global or any(address in network for network in NOT_GLOBAL):
+        return False
+    return all(v4.is_global for v4 in embedded_ipv4(address))
+
+
+def _canonical(address: IPAddress) -> IPAddress:
+    """The IPv4 address an IPv6 one is another spelling of (mapped, translated, compatible, NAT64, 6to4),
+    else the address itself: one agent, one key for its concurrency cap."""
+    embedded = embedded_ipv4(address)
+    if len(embedded) == 1 and address not in _TEREDO:
+        return embedded[0]
     return address
 
 
@@ -156,17 +209,21 @@ class EgressPolicy:
         return None
 
     def _address_refusal(self, address: IPAddress, host_allowed: bool) -> str | None:
-        effective = _embedded_v4(address)
+        readings = [address, *embedded_ipv4(address)]
         for network, what in NEVER_REACHABLE:
-            if effective in network or address in network:
+            if any(a in network for a in readings):
                 return f"{address} is {what}, never reachable from this service"
-        if any(a in network for network in self.deny_networks for a in (address, effective)):
+        if any(a in network for network in self.deny_networks for a in readings):
             return f"{address} is on the operator's deny-list"
-        listed = host_allowed or any(effective in network for network in self.allow_networks)
+        # Listed: the address itself, or every IPv4 address it may stand for, is in an allowed network.
+        listed = host_allowed or any(
+            address in network or (len(readings) > 1 and all(a in network for a in readings[1:]))
+            for network in self.allow_networks
+        )
         if self.allow_listed_only and not listed:
             return f"{address} is not on the operator's allow-list"
-        if not listed and not self.allow_private and not effective.is_global:
-            kind = "a loopback address" if effective.is_loopback else "a private address"
+        if not listed and not self.allow_private and not is_global(address):
+            kind = "a loopback address" if any(a.is_loopback for a in readings) else "a private address"
             return f"{address} is {kind}, and this requester may not reach private networks"
         return None
 
@@ -237,14 +294,14 @@ async def resolve_agent(url: str, resolver: Resolver | None = None) -> ResolvedA
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        addresses = [_embedded_v4(a) for a in await (resolver or resolve)(host, port)]
+        addresses = list(await (resolver or resolve)(host, port))
     except OSError:
         addresses = []
     if not addresses:
         return ResolvedAgent(key=f"{_normal_host(host)}:{port}", public=False)
-    canonical = min(addresses, key=lambda a: (a.version, int(a)))
+    canonical = min((_canonical(a) for a in addresses), key=lambda a: (a.version, int(a)))
     key = f"{canonical}:{port}" if canonical.version == 4 else f"[{canonical}]:{port}"
-    return ResolvedAgent(key=key, public=all(a.is_global for a in addresses))
+    return ResolvedAgent(key=key, public=all(is_global(a) for a in addresses))
 
 
 async def agent_address(url: str, resolver: Resolver | None = None) -> str:

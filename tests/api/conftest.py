@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
@@ -46,3 +47,13 @@ async def repository(database_url: str) -> AsyncIterator[AssessmentRepository]:
     await upgrade(engine)
     yield AssessmentRepository(engine)
     await engine.dispose()
+
+
+@pytest.fixture
+async def database(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """The test's own database (`database_url`), opened for reading what the service stored."""
+    engine = create_engine(database_url)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()

@@ -20,6 +20,7 @@ import httpx
 import uvicorn
 from a2a.client import Client
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageConfiguration, SendMessageRequest, Task
+from fastapi import FastAPI
 
 from api.app import create_app
 from api.settings import Settings
@@ -46,6 +47,14 @@ def green_settings(database_url: str, **overrides: Any) -> Settings:
 @contextlib.asynccontextmanager
 async def serve_green(database_url: str, **overrides: Any) -> AsyncIterator[str]:
     """The whole app (REST + A2A, lifespan: migrations, resume) on a free loopback port; yields its URL."""
+    async with serve_green_app(database_url, **overrides) as (url, _):
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def serve_green_app(database_url: str, **overrides: Any) -> AsyncIterator[tuple[str, FastAPI]]:
+    """`serve_green`, also yielding the app (tests that reach into the running service: its hub, its
+    stream counts)."""
     with bound_socket() as sock:
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
         app = create_app(green_settings(database_url, card_url=url, **overrides))
@@ -57,7 +66,7 @@ async def serve_green(database_url: str, **overrides: Any) -> AsyncIterator[str]
                     serving.result()
                     raise RuntimeError("the green agent stopped during start-up")
                 await asyncio.sleep(0.02)
-            yield url
+            yield url, app
         finally:
             server.should_exit = True
             await asyncio.wait_for(serving, timeout=30)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -15,22 +14,12 @@ from a2a.types import GetTaskRequest
 from sqlalchemy import inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.db.engine import create_engine
 from tests.api.servers import poll, serve_green
 from tests.api.test_a2a import a2a_client, agentbeats, collect
 from tests.api.test_rest import read_sse
 from tests.support.agents import FunctionExecutor, answer_done, serve_agent
 
 SECRET = "Bearer white-agent-secret-4c1d9"
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
-    try:
-        yield engine
-    finally:
-        await engine.dispose()
 
 
 def _column_names(sync: Any, table: str) -> list[str]:
