@@ -81,6 +81,10 @@ class EngineSettings(BaseModel):
     judge: LLMEndpoint | None = Field(
         default=None, description="NL-assertion judge; None = assertions not judged."
     )
+    judge_json_schema: bool = Field(
+        default=True,
+        description="Ask the judge endpoint for JSON-schema constrained verdicts (response_format).",
+    )
     max_concurrent_trials: int = Field(
         default=64, ge=1, description="Trials running at once, all assessments."
     )

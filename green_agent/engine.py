@@ -81,7 +81,7 @@ class Engine:
         self._guidelines = await asyncio.to_thread(load_prompt, "user_guidelines.md", s.user_guidelines_file)
         if s.judge is not None:
             rubric = await asyncio.to_thread(load_prompt, "judge_rubric.md", s.judge_rubric_file)
-            self._judge = Judge(llm=self._llm(s.judge), rubric=rubric)
+            self._judge = Judge(llm=self._llm(s.judge), rubric=rubric, json_schema=s.judge_json_schema)
         return self
 
     async def __aexit__(

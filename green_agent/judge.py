@@ -42,14 +42,44 @@ def judge_messages(
     return [{"role": "system", "content": rubric}, {"role": "user", "content": user}]
 
 
+def verdicts_response_format(count: int) -> dict[str, Any]:
+    """A `json_schema` response format for exactly `count` verdicts in the rubric's shape. Endpoints that
+    support it (OpenAI, vLLM, llama.cpp) then can only produce a parseable reply; small models need this to
+    give JSON at all. It shapes the reply, it does not relax the parsing: `normalize_verdicts` still checks
+    every entry."""
+    entry = {
+        "type": "object",
+        "properties": {
+            "index": {"type": "integer", "minimum": 0, "maximum": max(count - 1, 0)},
+            "reasoning": {"type": "string"},
+            "metExpectation": {"type": "boolean"},
+        },
+        "required": ["index", "reasoning", "metExpectation"],
+        "additionalProperties": False,
+    }
+    schema = {
+        "type": "object",
+        "properties": {"results": {"type": "array", "items": entry, "minItems": count, "maxItems": count}},
+        "required": ["results"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "nl_assertion_verdicts", "strict": True, "schema": schema},
+    }
+
+
 @dataclass
 class Judge:
     llm: ChatLLM
     rubric: str
+    json_schema: bool = True
+    """Send `verdicts_response_format` with the request (off for endpoints that reject `response_format`)."""
 
     async def judge(self, assertions: Sequence[str], transcript: Sequence[TranscriptMessage]) -> JudgeOutcome:
         messages = judge_messages(self.rubric, assertions, transcript)
-        reply = await self.llm.complete(messages, seed=None, temperature=0.0)
+        response_format = verdicts_response_format(len(assertions)) if self.json_schema else None
+        reply = await self.llm.complete(messages, seed=None, temperature=0.0, response_format=response_format)
         raw = reply.content or ""
         return JudgeOutcome(
             verdicts=normalize_verdicts(assertions, raw),
