@@ -20,7 +20,7 @@ from api.exit_codes import ExitCode, exit_code
 from api.runtime import Runtime, open_runtime
 from api.schemas import AssessmentPublic
 from api.settings import Settings
-from green_agent.config import AssessmentConfig, ConfigError, TaskSelection
+from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, TaskSelection
 from green_agent.metrics import NOT_JUDGED
 from green_agent.models import SIGNAL_NL, AssessmentReport
 
@@ -119,10 +119,15 @@ async def _assess(
     quiet: bool,
     console: Console,
     expected_partial: Collection[str] = (),
+    builtin_oracle: bool = False,
 ) -> int:
     try:
         record, _ = await runtime.service.create(
-            config, source="cli", start=False, allow_private_agents=runtime.settings.allow_private_agents
+            config,
+            source="cli",
+            start=False,
+            allow_private_agents=runtime.settings.allow_private_agents,
+            builtin_oracle=builtin_oracle,
         )
     except ConfigError as exc:
         console.print(f"[red]cannot run:[/red] {exc}")
@@ -171,7 +176,11 @@ async def run_demo(
     concurrency: int,
     output: Path | None,
     quiet: bool,
+    user_model: str = SCRIPTED_USER,
+    max_steps: int | None = None,
 ) -> int:
+    """The built-in oracle, assessed with the scripted user and no judge (the default: nothing to configure)
+    or with `user_model`, a configured LLM user (`demo --local-llm`, which configures a judge too)."""
     from green_agent.reference_agents import serve_reference_agent
 
     console = Console()
@@ -180,8 +189,10 @@ async def run_demo(
         open_runtime(settings) as runtime,
         serve_reference_agent("oracle", data=runtime.data, host="127.0.0.1", port=0) as agent_url,
     ):
+        user = "scripted user" if user_model == SCRIPTED_USER else f"customer played by LLM {user_model!r}"
+        judge = "LLM judge" if settings.judge_model is not None else "no judge"
         console.print(
-            f"demo: built-in oracle white agent at {agent_url}, scripted user, "
+            f"demo: built-in oracle white agent at {agent_url}, {user}, {judge}, "
             f"database {settings.database_url_for_display()}"
         )
         config = AssessmentConfig(
@@ -189,11 +200,18 @@ async def run_demo(
             tasks=TaskSelection(split="base", num_tasks=num_tasks),
             trials=trials,
             concurrency=concurrency,
-            user_model="scripted",
+            user_model=user_model,
+            **({"max_steps": max_steps} if max_steps is not None else {}),
         )
-        # The demo has no judge (it must run with nothing configured): `not_judged` trials are expected.
+        # Without a judge (nothing configured) `not_judged` trials are expected; with one, nothing is.
         code = await _assess(
-            runtime, config, output=output, quiet=quiet, console=console, expected_partial={NOT_JUDGED}
+            runtime,
+            config,
+            output=output,
+            quiet=quiet,
+            console=console,
+            expected_partial=set() if settings.judge_model is not None else {NOT_JUDGED},
+            builtin_oracle=True,
         )
     console.print(f"demo finished in {time.monotonic() - started:.1f} s")
     return code

@@ -364,6 +364,7 @@ class Engine:
                 self.settings.agent_usage_max_tokens_per_reply,
                 self.settings.agent_usage_max_cost_per_reply,
             ),
+            disclose_task_id=self.settings.disclose_task_id,
         )
 
 

@@ -18,6 +18,9 @@ from green_agent.models import NLVerdict, TranscriptMessage
 from green_agent.white_agent.reply_parsing import json_candidates
 
 NO_VERDICT = "the judge gave no verdict for this assertion"
+REASONING_MAX_CHARS = 400
+"""Longest reasoning the schema allows per verdict: a small model otherwise fills its whole reply budget with
+it and the JSON is cut off unfinished."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ def verdicts_response_format(count: int) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "index": {"type": "integer", "minimum": 0, "maximum": max(count - 1, 0)},
-            "reasoning": {"type": "string"},
+            "reasoning": {"type": "string", "maxLength": REASONING_MAX_CHARS},
             "metExpectation": {"type": "boolean"},
         },
         "required": ["index", "reasoning", "metExpectation"],
@@ -65,7 +68,9 @@ def verdicts_response_format(count: int) -> dict[str, Any]:
     }
     return {
         "type": "json_schema",
-        "json_schema": {"name": "nl_assertion_verdicts", "strict": True, "schema": schema},
+        # Not `strict`: OpenAI's strict mode refuses maxLength; servers that enforce schemas (vLLM, llama.cpp)
+        # enforce it all the same, and the parsing below never trusts the shape anyway.
+        "json_schema": {"name": "nl_assertion_verdicts", "strict": False, "schema": schema},
     }
 
 

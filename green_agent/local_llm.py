@@ -67,7 +67,7 @@ class LocalLLMSettings(BaseSettings):
         default=2, ge=1, le=16, description="Conversations decoded at once (each gets context_tokens)."
     )
     max_tokens: int = Field(
-        default=256,
+        default=384,
         ge=16,
         le=8192,
         description="Longest reply the server generates, whatever a request asks for.",
