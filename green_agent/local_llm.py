@@ -176,6 +176,7 @@ def start_server(settings: LocalLLMSettings, model: Path) -> LocalLLMServer:
     params.cpuparams.n_threads = settings.threads
     params.cpuparams_batch.n_threads = settings.threads
     params.ui = False  # the API only: no web chat page
+    params.endpoint_metrics = True  # /metrics: tokens generated, which the real-model tests compare
     params.verbosity = 0
     try:
         server = xllamacpp.Server(params)
