@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -66,7 +67,7 @@ class Engine:
         self._tools = [dict(schema) for schema in TOOL_SCHEMAS]
         self._resolver = resolver
         self._pools: dict[EgressPolicy, WhiteAgentPool] = {}
-        self._llms: dict[tuple[str, str | None, str | None], ChatLLM] = {}
+        self._llms: dict[tuple[str, str | None, str | None, str], ChatLLM] = {}
         self.slots = FairSlots(
             settings.max_concurrent_trials,
             tenant_share=settings.tenant_slot_share,
@@ -110,8 +111,10 @@ class Engine:
         self._llms.clear()
 
     def _llm(self, endpoint: LLMEndpoint) -> ChatLLM:
-        """One client per endpoint and key; models on the same endpoint still get their own settings."""
-        key = (endpoint.model, endpoint.base_url, endpoint.api_key)
+        """One client per endpoint and key; models on the same endpoint still get their own settings, and so
+        does the same model with other request arguments (a customer and a judge capped differently)."""
+        arguments = json.dumps(endpoint.extra_args, sort_keys=True, default=str)
+        key = (endpoint.model, endpoint.base_url, endpoint.api_key, arguments)
         if key not in self._llms:
             retry = RetryPolicy(
                 max_retries=self.settings.llm_max_retries, backoff_s=self.settings.llm_retry_backoff_s

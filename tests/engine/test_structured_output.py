@@ -118,3 +118,28 @@ async def test_oracle_told_its_task_by_metadata_serves_a_model_customer_and_stop
     # Without the demo's setting the task is never disclosed, and the oracle cannot act.
     (blind,) = untold.results
     assert blind.reward == 0.0 and UNKNOWN_TEXT in [m.content for m in blind.transcript]
+
+
+async def test_customer_and_judge_on_one_endpoint_keep_their_own_request_arguments(data: RetailData) -> None:
+    # The local model serves both with different reply caps; one shared client must not merge them.
+    def replies(body: dict[str, Any]) -> FakeReply:
+        if "response_format" in body:
+            return FakeReply('{"results": [{"index": 0, "reasoning": "r", "metExpectation": true}]}')
+        return FakeReply("Hello, I have a question about my order.")
+
+    async with (
+        serve_fake_llm(replies) as llm,
+        serve_reference_agent("oracle", data=data) as url,
+    ):
+        same = {"model": "local", "base_url": llm.base_url}
+        config = AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["24"]), user_model="c")
+        await run(
+            data,
+            config,
+            user_models={"c": LLMEndpoint(**same, extra_args={"max_tokens": 48})},
+            judge=LLMEndpoint(**same, extra_args={"max_tokens": 384}),
+            disclose_task_id=True,
+        )
+    customer, judge = llm.requests
+    assert customer["max_tokens"] == 48 and "response_format" not in customer
+    assert judge["max_tokens"] == 384 and judge["response_format"]["type"] == "json_schema"
