@@ -91,11 +91,14 @@ def local_llm_command(args: argparse.Namespace) -> int:
 
     async def run() -> None:
         async with serve(settings) as server:
-            print(f"serving {server.model} at {server.base_url} (OpenAI-compatible; Ctrl-C stops)")
-            print("use it as an endpoint, e.g.:")
             spec = {"model": server.model, "base_url": server.base_url, "api_key": "local"}
-            print(f"  GREEN_AGENT_USER_MODELS='{json.dumps({LOCAL_USER_MODEL: spec})}'")
-            print(f"  GREEN_AGENT_JUDGE_MODEL='{json.dumps(spec)}'")
+            print(
+                f"serving {server.model} at {server.base_url} (OpenAI-compatible; Ctrl-C stops)\n"
+                "use it as an endpoint, e.g.:\n"
+                f"  GREEN_AGENT_USER_MODELS='{json.dumps({LOCAL_USER_MODEL: spec})}'\n"
+                f"  GREEN_AGENT_JUDGE_MODEL='{json.dumps(spec)}'",
+                flush=True,  # a supervisor reading a pipe sees it at once
+            )
             await asyncio.Event().wait()
 
     try:
