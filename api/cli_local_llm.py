@@ -24,6 +24,7 @@ LOCAL_USER_MODEL = "local"
 DEMO_DEFAULT_TASKS = 3
 DEMO_MAX_STEPS = 40
 CUSTOMER_MAX_TOKENS = 96
+AGENT_MAX_TOKENS = 160
 PLUMBING_NOTE = (
     "note: the customer and the judge are a 135M-parameter model running on this machine. This run checks "
     "the plumbing end to end (real model calls, judged NL assertions, token accounting); it is not a "
@@ -52,6 +53,13 @@ def add_demo_options(demo: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the bundled local model plays the customer and judges NL assertions "
         f"(needs the local-llm extra; --num-tasks defaults to {DEMO_DEFAULT_TASKS})",
+    )
+    demo.add_argument(
+        "--agent",
+        choices=["oracle", "llm"],
+        default="oracle",
+        help="with --local-llm: the white agent, the oracle (default) or the `llm` reference agent on the "
+        "same local model (schema-constrained tool calls): both sides of the conversation are then real",
     )
     _add_server_options(demo)
 
@@ -167,6 +175,7 @@ def local_llm_demo(args: argparse.Namespace) -> int:
                 quiet=args.quiet,
                 user_model=LOCAL_USER_MODEL,
                 max_steps=DEMO_MAX_STEPS,
+                agent_llm=server.endpoint(max_tokens=AGENT_MAX_TOKENS) if args.agent == "llm" else None,
             )
             print(PLUMBING_NOTE)
             return code

@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Collection
 from pathlib import Path
+from typing import Literal
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -20,7 +21,7 @@ from api.exit_codes import ExitCode, exit_code
 from api.runtime import Runtime, open_runtime
 from api.schemas import AssessmentPublic
 from api.settings import Settings
-from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, TaskSelection
+from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection
 from green_agent.metrics import NOT_JUDGED
 from green_agent.models import SIGNAL_NL, AssessmentReport
 
@@ -178,21 +179,27 @@ async def run_demo(
     quiet: bool,
     user_model: str = SCRIPTED_USER,
     max_steps: int | None = None,
+    agent_llm: LLMEndpoint | None = None,
 ) -> int:
     """The built-in oracle, assessed with the scripted user and no judge (the default: nothing to configure)
-    or with `user_model`, a configured LLM user (`demo --local-llm`, which configures a judge too)."""
+    or with `user_model`, a configured LLM user (`demo --local-llm`, which configures a judge too). With
+    `agent_llm` the agent is the `llm` reference agent on that endpoint (schema-constrained actions)."""
     from green_agent.reference_agents import serve_reference_agent
 
     console = Console()
     started = time.monotonic()
+    kind: Literal["oracle", "llm"] = "oracle" if agent_llm is None else "llm"
     async with (
         open_runtime(settings) as runtime,
-        serve_reference_agent("oracle", data=runtime.data, host="127.0.0.1", port=0) as agent_url,
+        serve_reference_agent(
+            kind, data=runtime.data, host="127.0.0.1", port=0, llm=agent_llm, tool_calls="json_schema"
+        ) as agent_url,
     ):
         user = "scripted user" if user_model == SCRIPTED_USER else f"customer played by LLM {user_model!r}"
         judge = "LLM judge" if settings.judge_model is not None else "no judge"
+        agent = "oracle" if agent_llm is None else f"LLM ({agent_llm.model})"
         console.print(
-            f"demo: built-in oracle white agent at {agent_url}, {user}, {judge}, "
+            f"demo: built-in {agent} white agent at {agent_url}, {user}, {judge}, "
             f"database {settings.database_url_for_display()}"
         )
         config = AssessmentConfig(
@@ -211,7 +218,7 @@ async def run_demo(
             quiet=quiet,
             console=console,
             expected_partial=set() if settings.judge_model is not None else {NOT_JUDGED},
-            builtin_oracle=True,
+            builtin_oracle=agent_llm is None,
         )
     console.print(f"demo finished in {time.monotonic() - started:.1f} s")
     return code
