@@ -48,7 +48,7 @@ def main() -> None:
         f"generation {statistics.median(generation_rates):.1f} tok/s; "
         f"load average after: {os.getloadavg()[0]:.2f}"
     )
-    server._server = None
+    server.stop()
 
 
 if __name__ == "__main__":

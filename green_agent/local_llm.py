@@ -152,6 +152,10 @@ class LocalLLMServer:
     settings: LocalLLMSettings
     _server: Any
 
+    def stop(self) -> None:
+        """Stop serving: llama.cpp's server shuts down when its last reference goes."""
+        self._server = None
+
     def endpoint(self, **extra_args: Any) -> LLMEndpoint:
         """An endpoint for this server; the reply cap is sent with every request too."""
         args: dict[str, Any] = {"max_tokens": self.settings.max_tokens, **extra_args}
@@ -159,8 +163,8 @@ class LocalLLMServer:
 
 
 def start_server(settings: LocalLLMSettings, model: Path) -> LocalLLMServer:
-    """Load the model and start the server (blocking: ~2 s on a quiet machine). It stops when the returned
-    object is garbage-collected, which `serve` below and the process exit arrange."""
+    """Load the model and start the server (blocking: ~2 s on a quiet machine); `.stop()` stops it (so does
+    the process's exit)."""
     if not runtime_installed():
         raise LocalLLMUnavailable(f"the local-llm runtime (xllamacpp) is not installed: {INSTALL_HINT}")
     import xllamacpp
@@ -204,5 +208,4 @@ async def serve(
     try:
         yield server
     finally:
-        server._server = None  # the last reference: llama.cpp's server shuts down with it
-        del server
+        server.stop()

