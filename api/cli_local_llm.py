@@ -18,6 +18,7 @@ from typing import Any
 from api.exit_codes import ExitCode
 from api.settings import DEFAULT_DATABASE_URL, ModelSpec, Settings
 from green_agent.config import EngineSettings
+from retail_domain import RetailData
 
 LOCAL_USER_MODEL = "local"
 """The name the demo gives the local model among its user models."""
@@ -52,7 +53,8 @@ def add_demo_options(demo: argparse.ArgumentParser) -> None:
         "--local-llm",
         action="store_true",
         help="the bundled local model plays the customer and judges NL assertions "
-        f"(needs the local-llm extra; --num-tasks defaults to {DEMO_DEFAULT_TASKS})",
+        f"(needs the local-llm extra). It runs the --num-tasks (default {DEMO_DEFAULT_TASKS}) base tasks that "
+        "have NL assertions and the fewest gold actions: every trial is judged, and prompts stay short",
     )
     demo.add_argument(
         "--agent",
@@ -117,6 +119,14 @@ def local_llm_command(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def judged_short_tasks(data: RetailData, count: int) -> list[str]:
+    """The `count` base-split tasks with NL assertions and the fewest gold actions (ties: lower id first).
+    On a small CPU model a judge prompt costs minutes per thousand tokens, and it holds every tool result."""
+    base = data.splits["base"]
+    judged = [t for t in base if data.tasks[t].nl_assertions]
+    return sorted(judged, key=lambda t: (len(data.tasks[t].gold_actions), int(t)))[:count]
+
+
 class _DemoSettings(Settings):
     """The local-model demo's settings: its engine names the task to the built-in oracle (message metadata),
     since a model-played customer does not. Never reachable from the environment or a request."""
@@ -176,6 +186,7 @@ def local_llm_demo(args: argparse.Namespace) -> int:
                 user_model=LOCAL_USER_MODEL,
                 max_steps=DEMO_MAX_STEPS,
                 agent_llm=server.endpoint(max_tokens=AGENT_MAX_TOKENS) if args.agent == "llm" else None,
+                pick_tasks=judged_short_tasks,
             )
             print(PLUMBING_NOTE)
             return code

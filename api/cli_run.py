@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +24,7 @@ from api.settings import Settings
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection
 from green_agent.metrics import NOT_JUDGED
 from green_agent.models import SIGNAL_NL, AssessmentReport
+from retail_domain import RetailData
 
 
 def _rate(report: AssessmentReport, name: str) -> str:
@@ -180,10 +181,12 @@ async def run_demo(
     user_model: str = SCRIPTED_USER,
     max_steps: int | None = None,
     agent_llm: LLMEndpoint | None = None,
+    pick_tasks: Callable[[RetailData, int], list[str]] | None = None,
 ) -> int:
     """The built-in oracle, assessed with the scripted user and no judge (the default: nothing to configure)
     or with `user_model`, a configured LLM user (`demo --local-llm`, which configures a judge too). With
-    `agent_llm` the agent is the `llm` reference agent on that endpoint (schema-constrained actions)."""
+    `agent_llm` the agent is the `llm` reference agent on that endpoint (schema-constrained actions).
+    `pick_tasks(data, num_tasks)` chooses the task ids (default: the first `num_tasks` of the base split)."""
     from green_agent.reference_agents import serve_reference_agent
 
     console = Console()
@@ -202,9 +205,13 @@ async def run_demo(
             f"demo: built-in {agent} white agent at {agent_url}, {user}, {judge}, "
             f"database {settings.database_url_for_display()}"
         )
+        if pick_tasks is not None and num_tasks is not None:
+            tasks = TaskSelection(split="base", task_ids=pick_tasks(runtime.data, num_tasks))
+        else:
+            tasks = TaskSelection(split="base", num_tasks=num_tasks)
         config = AssessmentConfig(
             agent_url=agent_url,
-            tasks=TaskSelection(split="base", num_tasks=num_tasks),
+            tasks=tasks,
             trials=trials,
             concurrency=concurrency,
             user_model=user_model,

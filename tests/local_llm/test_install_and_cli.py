@@ -14,6 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from api.cli import main
+from api.cli_local_llm import judged_short_tasks
 from api.settings import Settings
 from green_agent import local_llm
 from green_agent.local_llm import (
@@ -24,6 +25,7 @@ from green_agent.local_llm import (
     install_command,
     model_path,
 )
+from retail_domain import load_retail_data
 from tests.api.servers import GREEN_AGENT_BIN, REPO_ROOT, free_port
 
 pytestmark = pytest.mark.local_llm
@@ -119,3 +121,13 @@ async def test_serve_starts_an_openai_endpoint_on_loopback(monkeypatch: pytest.M
     finally:
         process.terminate()
         await process.wait()
+
+
+def test_the_local_demo_runs_judged_tasks_with_the_fewest_actions() -> None:
+    data = load_retail_data()
+    picked = judged_short_tasks(data, 3)
+    assert picked == ["24", "36", "70"]
+    assert all(data.tasks[t].nl_assertions for t in picked)
+    others = [t for t in data.splits["base"] if data.tasks[t].nl_assertions and t not in picked]
+    most = max(len(data.tasks[t].gold_actions) for t in picked)
+    assert all(len(data.tasks[t].gold_actions) >= most for t in others)
