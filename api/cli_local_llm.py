@@ -53,8 +53,8 @@ def add_demo_options(demo: argparse.ArgumentParser) -> None:
         "--local-llm",
         action="store_true",
         help="the bundled local model plays the customer and judges NL assertions "
-        f"(needs the local-llm extra). It runs the --num-tasks (default {DEMO_DEFAULT_TASKS}) base tasks that "
-        "have NL assertions and the fewest gold actions: every trial is judged, and prompts stay short",
+        f"(needs the local-llm extra). It runs the --num-tasks (default {DEMO_DEFAULT_TASKS}) base tasks "
+        "that have NL assertions and the fewest gold actions: every trial is judged, prompts stay short",
     )
     demo.add_argument(
         "--agent",
