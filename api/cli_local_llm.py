@@ -164,7 +164,9 @@ def local_llm_demo(args: argparse.Namespace) -> int:
             # A customer's message is short; a verdict needs room for its JSON (the server caps both).
             customer = ModelSpec(**endpoint, extra_args={"max_tokens": CUSTOMER_MAX_TOKENS})
             judge = ModelSpec(**endpoint, extra_args={"max_tokens": server_settings.max_tokens})
-            settings = _DemoSettings(
+            # Only the oracle is told the task; the `llm` agent learns it from the customer, like any agent.
+            settings_class = _DemoSettings if args.agent == "oracle" else Settings
+            settings = settings_class(
                 database_url=args.database_url or DEFAULT_DATABASE_URL,
                 user_models={LOCAL_USER_MODEL: customer},
                 default_user_model=LOCAL_USER_MODEL,
