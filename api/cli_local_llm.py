@@ -127,6 +127,12 @@ def judged_short_tasks(data: RetailData, count: int) -> list[str]:
     return sorted(judged, key=lambda t: (len(data.tasks[t].gold_actions), int(t)))[:count]
 
 
+def demo_settings(agent: str, **fields: Any) -> Settings:
+    """The demo's settings. Only the oracle is told the task; the `llm` agent learns it from the customer,
+    like any agent."""
+    return _DemoSettings(**fields) if agent == "oracle" else Settings(**fields)
+
+
 class _DemoSettings(Settings):
     """The local-model demo's settings: its engine names the task to the built-in oracle (message metadata),
     since a model-played customer does not. Never reachable from the environment or a request."""
@@ -164,9 +170,8 @@ def local_llm_demo(args: argparse.Namespace) -> int:
             # A customer's message is short; a verdict needs room for its JSON (the server caps both).
             customer = ModelSpec(**endpoint, extra_args={"max_tokens": CUSTOMER_MAX_TOKENS})
             judge = ModelSpec(**endpoint, extra_args={"max_tokens": server_settings.max_tokens})
-            # Only the oracle is told the task; the `llm` agent learns it from the customer, like any agent.
-            settings_class = _DemoSettings if args.agent == "oracle" else Settings
-            settings = settings_class(
+            settings = demo_settings(
+                args.agent,
                 database_url=args.database_url or DEFAULT_DATABASE_URL,
                 user_models={LOCAL_USER_MODEL: customer},
                 default_user_model=LOCAL_USER_MODEL,

@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from api.cli import main
-from api.cli_local_llm import judged_short_tasks
+from api.cli_local_llm import demo_settings, judged_short_tasks
 from api.settings import Settings
 from green_agent import local_llm
 from green_agent.local_llm import (
@@ -131,3 +131,8 @@ def test_the_local_demo_runs_judged_tasks_with_the_fewest_actions() -> None:
     others = [t for t in data.splits["base"] if data.tasks[t].nl_assertions and t not in picked]
     most = max(len(data.tasks[t].gold_actions) for t in picked)
     assert all(len(data.tasks[t].gold_actions) >= most for t in others)
+
+
+def test_only_the_demo_oracle_is_told_the_task() -> None:
+    assert demo_settings("oracle", _env_file=None).engine_settings().disclose_task_id is True
+    assert demo_settings("llm", _env_file=None).engine_settings().disclose_task_id is False
