@@ -63,6 +63,12 @@ def add_demo_options(demo: argparse.ArgumentParser) -> None:
         help="with --local-llm: the white agent, the oracle (default) or the `llm` reference agent on the "
         "same local model (schema-constrained tool calls): both sides of the conversation are then real",
     )
+    demo.add_argument(
+        "--max-steps",
+        type=int,
+        default=DEMO_MAX_STEPS,
+        help=f"with --local-llm: steps per conversation (default {DEMO_MAX_STEPS})",
+    )
     _add_server_options(demo)
 
 
@@ -181,7 +187,9 @@ def local_llm_demo(args: argparse.Namespace) -> int:
                 max_concurrent_per_agent=server_settings.parallel,
                 tenant_slot_share=1.0,  # one requester, one assessment: all the model's slots are its own
                 assessment_slot_share=1.0,
-                llm_timeout_s=600.0,  # a shared 2-core machine can take minutes for a long prompt
+                # A busy 2-core machine takes minutes for a long prompt (the llm agent's holds the policy).
+                llm_timeout_s=900.0,
+                turn_timeout_s=900.0,
             )
             code = await run_demo(
                 settings,
@@ -191,7 +199,7 @@ def local_llm_demo(args: argparse.Namespace) -> int:
                 output=args.output,
                 quiet=args.quiet,
                 user_model=LOCAL_USER_MODEL,
-                max_steps=DEMO_MAX_STEPS,
+                max_steps=args.max_steps,
                 agent_llm=server.endpoint(max_tokens=AGENT_MAX_TOKENS) if args.agent == "llm" else None,
                 pick_tasks=judged_short_tasks,
             )

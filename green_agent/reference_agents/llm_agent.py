@@ -34,6 +34,8 @@ SYSTEM_PROMPT = (
 _MAX_SESSIONS = 10_000
 
 ToolCallMode = Literal["native", "json_schema"]
+MESSAGE_MAX_CHARS = 600
+"""Longest message to the customer a schema-constrained action may hold."""
 JSON_ACTIONS_PROMPT = (
     "\n\nYou act by answering with one JSON object, nothing else: either "
     '{{"action": "respond", "message": "<your message to the customer>"}} or '
@@ -56,7 +58,11 @@ def actions_response_format(tools: list[dict[str, Any]]) -> dict[str, Any]:
     match that tool's parameter schema."""
     respond = {
         "type": "object",
-        "properties": {"action": {"const": "respond"}, "message": {"type": "string"}},
+        # Bounded, so that a small model's rambling ends inside the JSON, not cut off by max_tokens.
+        "properties": {
+            "action": {"const": "respond"},
+            "message": {"type": "string", "maxLength": MESSAGE_MAX_CHARS},
+        },
         "required": ["action", "message"],
     }
     calls = []
