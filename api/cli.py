@@ -6,6 +6,8 @@ and database migrations.
     green-agent run --agent-url URL [selection and limits]      one assessment in-process, report as JSON
     green-agent demo [--trials N] [--num-tasks N]               built-in oracle agent, scripted user, SQLite
     green-agent reference-agent KIND [--port P]                 a reference white agent (oracle, llm, ...)
+    green-agent demo --local-llm [--num-tasks N] [--trials K]   oracle, bundled model as customer + judge
+    green-agent local-llm install | serve [--port P]            the bundled model (docs/local-llm.md)
     green-agent replay ...                                      retail_domain.replay (gold replay tooling)
     green-agent export ID --format tau2 -o FILE                 the assessment as a tau2 results file
     green-agent submission ID --model-name M --organization O --email E -o DIR
@@ -31,6 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from api.cli_errors import explain, sqlite_problem, validation_summary
+from api.cli_local_llm import add_demo_options, add_local_llm_commands, local_llm_command, local_llm_demo
 from api.cli_reference import add_reference_agent_command, run_reference_agent
 from api.exit_codes import DEMO_EXIT_CODES_HELP, EXIT_CODES_HELP, ExitCode
 from api.settings import DEFAULT_DATABASE_URL, Settings, normalize_database_url
@@ -115,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_assessment_options(demo, demo=True)
     demo.add_argument("--database-url", help="default: the embedded SQLite file ./green_agent.db")
+    add_demo_options(demo)
+    add_local_llm_commands(commands)
 
     add_reference_agent_command(commands)
     commands.add_parser("replay", help="gold replay tooling (retail_domain.replay)", add_help=False)
@@ -388,6 +393,9 @@ def _run(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from api.cli_run import run_demo
 
+    if args.local_llm:
+        return local_llm_demo(args)
+
     # The embedded default database, so `green-agent serve` afterwards shows the demo's assessment over REST.
     # The demo ignores the operator's LLM settings: it must work on a fresh machine with nothing set.
     settings = Settings(
@@ -451,6 +459,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _demo(args)
     if args.command == "reference-agent":
         return run_reference_agent(args)
+    if args.command == "local-llm":
+        return local_llm_command(args)
     if args.command == "db":
         return _db_upgrade(args)
     if args.command == "keys":

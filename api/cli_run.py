@@ -8,8 +8,9 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Literal
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -21,9 +22,10 @@ from api.exit_codes import ExitCode, exit_code
 from api.runtime import Runtime, open_runtime
 from api.schemas import AssessmentPublic
 from api.settings import Settings
-from green_agent.config import AssessmentConfig, ConfigError, TaskSelection
+from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection
 from green_agent.metrics import NOT_JUDGED
 from green_agent.models import SIGNAL_NL, AssessmentReport
+from retail_domain import RetailData
 
 
 def _rate(report: AssessmentReport, name: str) -> str:
@@ -127,10 +129,15 @@ async def _assess(
     quiet: bool,
     console: Console,
     expected_partial: Collection[str] = (),
+    builtin_oracle: bool = False,
 ) -> int:
     try:
         record, _ = await runtime.service.create(
-            config, source="cli", start=False, allow_private_agents=runtime.settings.allow_private_agents
+            config,
+            source="cli",
+            start=False,
+            allow_private_agents=runtime.settings.allow_private_agents,
+            builtin_oracle=builtin_oracle,
         )
     except ConfigError as exc:
         console.print(f"[red]cannot run:[/red] {exc}")
@@ -186,29 +193,54 @@ async def run_demo(
     concurrency: int,
     output: Path | None,
     quiet: bool,
+    user_model: str = SCRIPTED_USER,
+    max_steps: int | None = None,
+    agent_llm: LLMEndpoint | None = None,
+    pick_tasks: Callable[[RetailData, int], list[str]] | None = None,
 ) -> int:
+    """The built-in oracle, assessed with the scripted user and no judge (the default: nothing to configure)
+    or with `user_model`, a configured LLM user (`demo --local-llm`, which configures a judge too). With
+    `agent_llm` the agent is the `llm` reference agent on that endpoint (schema-constrained actions).
+    `pick_tasks(data, num_tasks)` chooses the task ids (default: the first `num_tasks` of the base split)."""
     from green_agent.reference_agents import serve_reference_agent
 
     console = Console()
     started = time.monotonic()
+    kind: Literal["oracle", "llm"] = "oracle" if agent_llm is None else "llm"
     async with (
         open_runtime(settings, take_over=False) as runtime,
-        serve_reference_agent("oracle", data=runtime.data, host="127.0.0.1", port=0) as agent_url,
+        serve_reference_agent(
+            kind, data=runtime.data, host="127.0.0.1", port=0, llm=agent_llm, tool_calls="json_schema"
+        ) as agent_url,
     ):
+        user = "scripted user" if user_model == SCRIPTED_USER else f"customer played by LLM {user_model!r}"
+        judge = "LLM judge" if settings.judge_model is not None else "no judge"
+        agent = "oracle" if agent_llm is None else f"LLM ({agent_llm.model})"
         console.print(
-            f"demo: built-in oracle white agent at {agent_url}, scripted user, "
+            f"demo: built-in {agent} white agent at {agent_url}, {user}, {judge}, "
             f"database {settings.database_url_for_display()}"
         )
+        if pick_tasks is not None and num_tasks is not None:
+            tasks = TaskSelection(split="base", task_ids=pick_tasks(runtime.data, num_tasks))
+        else:
+            tasks = TaskSelection(split="base", num_tasks=num_tasks)
         config = AssessmentConfig(
             agent_url=agent_url,
-            tasks=TaskSelection(split="base", num_tasks=num_tasks),
+            tasks=tasks,
             trials=trials,
             concurrency=concurrency,
-            user_model="scripted",
+            user_model=user_model,
+            **({"max_steps": max_steps} if max_steps is not None else {}),
         )
-        # The demo has no judge (it must run with nothing configured): `not_judged` trials are expected.
+        # Without a judge (nothing configured) `not_judged` trials are expected; with one, nothing is.
         code = await _assess(
-            runtime, config, output=output, quiet=quiet, console=console, expected_partial={NOT_JUDGED}
+            runtime,
+            config,
+            output=output,
+            quiet=quiet,
+            console=console,
+            expected_partial=set() if settings.judge_model is not None else {NOT_JUDGED},
+            builtin_oracle=agent_llm is None,
         )
     console.print(f"demo finished in {time.monotonic() - started:.1f} s")
     console.print(DEMO_NEXT_STEP, highlight=False)

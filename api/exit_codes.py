@@ -41,7 +41,8 @@ DEMO_EXIT_CODES_HELP = (
     + """
 The demo has no LLM judge, so its trials of tasks with NL assertions are reported `not_judged` and the
 report is partial; that is expected and the demo exits 0 for it (it says "partial" in the table). Any
-other reason for a partial report exits 3."""
+other reason for a partial report exits 3. With --local-llm the local model judges: the report is complete
+or the demo exits 3."""
 )
 
 

@@ -45,7 +45,7 @@ from api.logs import trial_context
 from api.metrics import TurnClock, agent_host
 from api.queue import TrialQueue, is_transient
 from api.quotas import QuotaPolicy
-from green_agent.config import AssessmentConfig, ConfigError, EngineSettings
+from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
 from green_agent.errors import AgentNotReachedError, LLMUnavailableError
 from green_agent.metrics import compute_report
@@ -107,6 +107,23 @@ def unstorable_stand_in(result: TrialResult, exc: Exception) -> TrialResult:
             "error": f"internal error: the trial could not be stored ({type(exc).__name__})",
         }
     )
+
+
+SCRIPTED_CUSTOMER_WARNING = (
+    "the customer is the scripted one, which only names the task id and then says ###STOP###: any real "
+    "agent will score 0. Name an LLM user model (user_model; the bundled local model or a configured "
+    "endpoint, see docs/local-llm.md) to assess an agent"
+)
+
+
+def scripted_customer_warnings(
+    config: AssessmentConfig, settings: EngineSettings, *, builtin_oracle: bool
+) -> list[str]:
+    """Warn when the scripted customer meets anything but the built-in oracle (the only agent it suits)."""
+    user_model = config.user_model or settings.default_user_model
+    if user_model != SCRIPTED_USER or builtin_oracle:
+        return []
+    return [SCRIPTED_CUSTOMER_WARNING]
 
 
 def concurrency_warnings(config: AssessmentConfig, settings: EngineSettings) -> list[str]:
@@ -246,6 +263,7 @@ class AssessmentService:
         a2a_context_id: str | None = None,
         notes: Sequence[str] = (),
         start: bool = True,
+        builtin_oracle: bool = False,
     ) -> tuple[AssessmentRecord, bool]:
         """Validate and store a new assessment of `tenant` (or return the one this tenant's idempotency key
         made); queue it.
@@ -253,7 +271,8 @@ class AssessmentService:
         Raises ConfigError when the engine or the tenant's quota refuses the config, QuotaExceeded when the
         tenant or the service has too much unfinished work right now, IdempotencyConflict when the key was
         used for another request. `notes` are kept with the assessment (e.g. what an A2A request asked for
-        that was mapped or ignored)."""
+        that was mapped or ignored). `builtin_oracle`: the agent is the demo's own oracle, the one agent the
+        scripted customer suits (no warning about it)."""
         task_ids = self._engine.validate(config)
         refusal = self._egress_policy(allow_private_agents).url_refusal(config.agent_url)
         if refusal is not None:
@@ -266,6 +285,7 @@ class AssessmentService:
             source=source,
             warnings=[
                 *notes,
+                *scripted_customer_warnings(config, self._engine.settings, builtin_oracle=builtin_oracle),
                 *concurrency_warnings(config, self._engine.settings),
                 *await self._worker_warnings(),
             ],

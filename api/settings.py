@@ -126,6 +126,10 @@ class Settings(BaseSettings):
     judge_model: ModelSpec | None = Field(
         default=None, description='NL-assertion judge as JSON ({"model": "gpt-4.1"}); unset = not judged.'
     )
+    judge_json_schema: bool = Field(
+        default=_engine_default("judge_json_schema"),
+        description="Send the judge a json_schema response_format (false for endpoints that reject it).",
+    )
     max_concurrent_trials: int = Field(
         default=_engine_default("max_concurrent_trials"),
         ge=1,
@@ -503,6 +507,7 @@ class Settings(BaseSettings):
             user_models={name: self._endpoint(spec) for name, spec in self.user_models.items()},
             default_user_model=self.default_user_model,
             judge=self._endpoint(self.judge_model) if self.judge_model else None,
+            judge_json_schema=self.judge_json_schema,
             max_concurrent_trials=self.max_concurrent_trials,
             max_concurrent_per_agent=self.max_concurrent_per_agent,
             turn_timeout_s=self.turn_timeout_s,

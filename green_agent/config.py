@@ -81,6 +81,16 @@ class EngineSettings(BaseModel):
     judge: LLMEndpoint | None = Field(
         default=None, description="NL-assertion judge; None = assertions not judged."
     )
+    disclose_task_id: bool = Field(
+        default=False,
+        description="Name the task to the white agent in message metadata. Only for the demo's built-in "
+        "oracle with a model-played customer: a real agent told the task id could replay its public gold "
+        "actions. Not an operator setting of the service.",
+    )
+    judge_json_schema: bool = Field(
+        default=True,
+        description="Ask the judge endpoint for JSON-schema constrained verdicts (response_format).",
+    )
     max_concurrent_trials: int = Field(
         default=64, ge=1, description="Trials running at once, all assessments."
     )

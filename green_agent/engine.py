@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -67,7 +68,7 @@ class Engine:
         self._tools = [dict(schema) for schema in TOOL_SCHEMAS]
         self._resolver = resolver
         self._pools: dict[EgressPolicy, WhiteAgentPool] = {}
-        self._llms: dict[tuple[str, str | None, str | None], ChatLLM] = {}
+        self._llms: dict[tuple[str, str | None, str | None, str], ChatLLM] = {}
         self.slots = FairSlots(
             settings.max_concurrent_trials,
             tenant_share=settings.tenant_slot_share,
@@ -82,7 +83,7 @@ class Engine:
         self._guidelines = await asyncio.to_thread(load_prompt, "user_guidelines.md", s.user_guidelines_file)
         if s.judge is not None:
             rubric = await asyncio.to_thread(load_prompt, "judge_rubric.md", s.judge_rubric_file)
-            self._judge = Judge(llm=self._llm(s.judge), rubric=rubric)
+            self._judge = Judge(llm=self._llm(s.judge), rubric=rubric, json_schema=s.judge_json_schema)
         return self
 
     async def __aexit__(
@@ -114,8 +115,10 @@ class Engine:
         self._llms.clear()
 
     def _llm(self, endpoint: LLMEndpoint) -> ChatLLM:
-        """One client per endpoint and key; models on the same endpoint still get their own settings."""
-        key = (endpoint.model, endpoint.base_url, endpoint.api_key)
+        """One client per endpoint and key; models on the same endpoint still get their own settings, and so
+        does the same model with other request arguments (a customer and a judge capped differently)."""
+        arguments = json.dumps(endpoint.extra_args, sort_keys=True, default=str)
+        key = (endpoint.model, endpoint.base_url, endpoint.api_key, arguments)
         if key not in self._llms:
             retry = RetryPolicy(
                 max_retries=self.settings.llm_max_retries, backoff_s=self.settings.llm_retry_backoff_s
@@ -383,6 +386,7 @@ class Engine:
                 self.settings.agent_usage_max_tokens_per_reply,
                 self.settings.agent_usage_max_cost_per_reply,
             ),
+            disclose_task_id=self.settings.disclose_task_id,
         )
 
 

@@ -18,6 +18,9 @@ from green_agent.models import NLVerdict, TranscriptMessage
 from green_agent.white_agent.reply_parsing import json_candidates
 
 NO_VERDICT = "the judge gave no verdict for this assertion"
+REASONING_MAX_CHARS = 400
+"""Longest reasoning the schema allows per verdict: a small model otherwise fills its whole reply budget with
+it and the JSON is cut off unfinished."""
 
 
 @dataclass(frozen=True)
@@ -71,14 +74,46 @@ def judge_messages(
     return [{"role": "system", "content": rubric}, {"role": "user", "content": user}]
 
 
+def verdicts_response_format(count: int) -> dict[str, Any]:
+    """A `json_schema` response format for exactly `count` verdicts in the rubric's shape. Endpoints that
+    support it (OpenAI, vLLM, llama.cpp) then can only produce a parseable reply; small models need this to
+    give JSON at all. It shapes the reply, it does not relax the parsing: `normalize_verdicts` still checks
+    every entry."""
+    entry = {
+        "type": "object",
+        "properties": {
+            "index": {"type": "integer", "minimum": 0, "maximum": max(count - 1, 0)},
+            "reasoning": {"type": "string", "maxLength": REASONING_MAX_CHARS},
+            "metExpectation": {"type": "boolean"},
+        },
+        "required": ["index", "reasoning", "metExpectation"],
+        "additionalProperties": False,
+    }
+    schema = {
+        "type": "object",
+        "properties": {"results": {"type": "array", "items": entry, "minItems": count, "maxItems": count}},
+        "required": ["results"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "json_schema",
+        # Not `strict`: OpenAI's strict mode refuses maxLength; servers that enforce schemas (vLLM, llama.cpp)
+        # enforce it all the same, and the parsing below never trusts the shape anyway.
+        "json_schema": {"name": "nl_assertion_verdicts", "strict": False, "schema": schema},
+    }
+
+
 @dataclass
 class Judge:
     llm: ChatLLM
     rubric: str
+    json_schema: bool = True
+    """Send `verdicts_response_format` with the request (off for endpoints that reject `response_format`)."""
 
     async def judge(self, assertions: Sequence[str], transcript: Sequence[TranscriptMessage]) -> JudgeOutcome:
         messages = judge_messages(self.rubric, assertions, transcript)
-        reply = await self.llm.complete(messages, seed=None, temperature=0.0)
+        response_format = verdicts_response_format(len(assertions)) if self.json_schema else None
+        reply = await self.llm.complete(messages, seed=None, temperature=0.0, response_format=response_format)
         raw = reply.content or ""
         return JudgeOutcome(
             verdicts=normalize_verdicts(assertions, raw),

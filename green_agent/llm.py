@@ -144,9 +144,13 @@ class ChatLLM:
         temperature: float | None = 0.0,
         tools: list[dict[str, Any]] | None = None,
         require_text: bool = True,
+        response_format: dict[str, Any] | None = None,
     ) -> LLMReply:
-        """One completion; transient failures and empty replies are retried, then raise `LLMError`."""
+        """One completion; transient failures and empty replies are retried, then raise `LLMError`.
+        `response_format` (e.g. a `json_schema` one) asks the endpoint to constrain the reply's shape."""
         kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": messages}
+        if response_format is not None:
+            kwargs["response_format"] = response_format
         if temperature is not None:
             kwargs["temperature"] = temperature
         if seed is not None:

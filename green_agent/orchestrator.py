@@ -58,6 +58,9 @@ AGENT_STOP_TOKEN = "###STOP###"
 
 TRIAL_SEED_KEY = "tau2_trial_seed"
 """Message metadata key carrying the trial seed (upstream passes it to the agent's LLM as `seed`)."""
+TASK_ID_KEY = "tau2_demo_task_id"
+"""Message metadata key naming the task, sent only with `EngineSettings.disclose_task_id` (the demo's oracle
+with a model-played customer: it replays the task's gold actions, so it must be told which task it is)."""
 
 EventSink = Callable[[Any], Awaitable[None]]
 
@@ -111,6 +114,8 @@ class TrialDeps:
     agent_usage_bounds: tuple[int, float] = (10_000_000, 100.0)
     """Largest token count and cost (USD) a white agent may report for one reply."""
     contact: AgentContact = field(default_factory=AgentContact)
+    disclose_task_id: bool = False
+    """Tell the white agent the task id (`TASK_ID_KEY`); only the demo's built-in oracle is ever told."""
 
 
 @dataclass
@@ -201,6 +206,8 @@ class _Loop:
         self.spec, self.state, self.deps, self.conversation, self.env = spec, state, deps, conversation, env
         self.dialect = deps.choose_dialect(conversation)
         conversation.metadata[TRIAL_SEED_KEY] = spec.seed  # upstream gives the agent's LLM the trial seed too
+        if deps.disclose_task_id:
+            conversation.metadata[TASK_ID_KEY] = spec.task.id
         self.user = deps.user.session(spec.task, spec.seed)
         self.agent_usage = state.agent_usage = AgentUsageMeter(*deps.agent_usage_bounds)
 

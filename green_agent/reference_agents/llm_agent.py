@@ -3,6 +3,13 @@
 It lets an operator assess a real model with no agent code of their own. It declares the structured dialect
 (tools arrive as schemas, calls leave as DataParts); spoken to in the text dialect, it passes the green
 agent's text to the model as it is and returns the model's text, which the instructions ask to be JSON.
+
+Two ways to get tool calls out of the model (`ToolCallMode`):
+* `native`: the request carries `tools` and the endpoint returns `tool_calls` (OpenAI, vLLM, ...).
+* `json_schema`: for models and servers without native tool calling (the bundled 135M model under llama.cpp):
+  every request carries a `json_schema` response format whose alternatives are "say this to the customer" or
+  "call tool X with arguments matching X's own parameter schema", so the reply is always one well-formed
+  action; tool results go back as user-role text.
 """
 
 from __future__ import annotations
@@ -10,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from a2a.helpers import new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -26,6 +33,71 @@ SYSTEM_PROMPT = (
 )
 _MAX_SESSIONS = 10_000
 
+ToolCallMode = Literal["native", "json_schema"]
+MESSAGE_MAX_CHARS = 600
+"""Longest message to the customer a schema-constrained action may hold."""
+JSON_ACTIONS_PROMPT = (
+    "\n\nYou act by answering with one JSON object, nothing else: either "
+    '{{"action": "respond", "message": "<your message to the customer>"}} or '
+    '{{"action": "call", "name": "<tool name>", "arguments": {{...}}}}. Tools:\n{tools}'
+)
+
+
+def tool_list(tools: list[dict[str, Any]]) -> str:
+    """One line per tool: name, description and argument names (the schema itself constrains the values)."""
+    lines = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        arguments = ", ".join((function.get("parameters") or {}).get("properties") or {})
+        lines.append(f"- {function.get('name')}({arguments}): {function.get('description', '')}")
+    return "\n".join(lines)
+
+
+def actions_response_format(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """A `json_schema` response format: respond to the customer, or call one of `tools` with arguments that
+    match that tool's parameter schema."""
+    respond = {
+        "type": "object",
+        # Bounded, so that a small model's rambling ends inside the JSON, not cut off by max_tokens.
+        "properties": {
+            "action": {"const": "respond"},
+            "message": {"type": "string", "maxLength": MESSAGE_MAX_CHARS},
+        },
+        "required": ["action", "message"],
+    }
+    calls = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        calls.append(
+            {
+                "type": "object",
+                "properties": {
+                    "action": {"const": "call"},
+                    "name": {"const": function.get("name")},
+                    "arguments": function.get("parameters") or {"type": "object"},
+                },
+                "required": ["action", "name", "arguments"],
+            }
+        )
+    schema = {"anyOf": [respond, *calls]}
+    return {"type": "json_schema", "json_schema": {"name": "agent_action", "schema": schema}}
+
+
+def parse_action(text: str) -> tuple[str, dict[str, Any]] | str:
+    """A schema-constrained reply as `(tool name, arguments)` or the message text. A reply that is not the
+    promised JSON (an endpoint that ignored the schema) is passed on as text, as a plain agent would."""
+    try:
+        action = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    if not isinstance(action, dict):
+        return text
+    if action.get("action") == "call" and isinstance(action.get("name"), str):
+        arguments = action.get("arguments")
+        return action["name"], arguments if isinstance(arguments, dict) else {}
+    message = action.get("message")
+    return message if isinstance(message, str) else text
+
 
 @dataclass
 class _Session:
@@ -35,8 +107,9 @@ class _Session:
 
 
 class LLMAgentExecutor(AgentExecutor):
-    def __init__(self, llm: ChatLLM) -> None:
+    def __init__(self, llm: ChatLLM, tool_calls: ToolCallMode = "native") -> None:
         self._llm = llm
+        self._tool_calls = tool_calls
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
 
     def _session(self, context_id: str, incoming: Incoming) -> _Session:
@@ -47,7 +120,10 @@ class LLMAgentExecutor(AgentExecutor):
             if start is not None:
                 session.tools = list(start.get("tools") or [])
                 policy = str(start.get("policy", ""))
-                session.messages.append({"role": "system", "content": SYSTEM_PROMPT.format(policy=policy)})
+                system = SYSTEM_PROMPT.format(policy=policy)
+                if self._tool_calls == "json_schema":
+                    system += JSON_ACTIONS_PROMPT.format(tools=tool_list(session.tools))
+                session.messages.append({"role": "system", "content": system})
             self._sessions[context_id] = session
             while len(self._sessions) > _MAX_SESSIONS:
                 self._sessions.popitem(last=False)
@@ -59,13 +135,15 @@ class LLMAgentExecutor(AgentExecutor):
         results = incoming.frame("tool_results")
         if results is not None:
             for item in results.get("results") or []:
-                session.messages.append(
-                    {"role": "tool", "tool_call_id": item.get("tool_call_id"), "content": item.get("content")}
-                )
+                session.messages.append(self._tool_result(item))
         if incoming.text:
             session.messages.append({"role": "user", "content": incoming.text})
 
         seed = incoming.metadata.get(TRIAL_SEED_KEY)
+        if self._tool_calls == "json_schema" and session.structured:
+            parts = await self._schema_turn(session, seed)
+            await event_queue.enqueue_event(agent_message(parts, context.context_id))
+            return
         reply = await self._llm.complete(
             session.messages, tools=session.tools or None, seed=int(seed) if seed is not None else None
         )
@@ -92,6 +170,25 @@ class LLMAgentExecutor(AgentExecutor):
             # Text dialect: the green agent's instructions asked the model for JSON; pass its text through.
             parts = [new_text_part(text)]
         await event_queue.enqueue_event(agent_message(parts, context.context_id))
+
+    def _tool_result(self, item: dict[str, Any]) -> dict[str, Any]:
+        if self._tool_calls == "json_schema":  # no tool role without native tool calling
+            return {"role": "user", "content": f"Tool result: {item.get('content')}"}
+        return {"role": "tool", "tool_call_id": item.get("tool_call_id"), "content": item.get("content")}
+
+    async def _schema_turn(self, session: _Session, seed: Any) -> list[Any]:
+        reply = await self._llm.complete(
+            session.messages,
+            seed=int(seed) if seed is not None else None,
+            response_format=actions_response_format(session.tools),
+        )
+        text = reply.content or ""
+        session.messages.append({"role": "assistant", "content": text})
+        action = parse_action(text)
+        if isinstance(action, str):
+            return [new_text_part(action)]
+        name, arguments = action
+        return [new_data_part({"tool_calls": [{"name": name, "arguments": arguments}]})]
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         return None

@@ -1,7 +1,9 @@
 """The oracle white agent: replays the task's gold actions, one per turn, then says a short closing text.
 
-It learns the task from the scripted customer's opening line, which names it; so it is meant to be assessed
-with the scripted user (tests, the demo). Faced with any other customer it apologizes and calls nothing.
+It learns the task from the scripted customer's opening line, which names it, or, in the demo with a
+model-played customer, from the message metadata the demo's engine adds (`TASK_ID_KEY`, never sent otherwise).
+Told nothing, it apologizes and calls nothing. Told by metadata, it ends the conversation itself once the
+actions are done (`###STOP###` after its closing text): a small model playing the customer may never stop.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 
+from green_agent.orchestrator import AGENT_STOP_TOKEN, TASK_ID_KEY
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
 from retail_domain import GoldAction, RetailData
 
@@ -29,6 +32,7 @@ class _Session:
     actions: tuple[GoldAction, ...]
     structured: bool
     next_action: int = 0
+    stops: bool = False
 
 
 class OracleExecutor(AgentExecutor):
@@ -42,10 +46,13 @@ class OracleExecutor(AgentExecutor):
         if session is not None:
             return session
         match = _TASK_NAMED.search(incoming.text)
-        if match is None or match.group(1) not in self._data.tasks:
+        task_id = match.group(1) if match is not None else str(incoming.metadata.get(TASK_ID_KEY, ""))
+        if task_id not in self._data.tasks:
             return None
         session = _Session(
-            actions=self._data.tasks[match.group(1)].gold_actions, structured=incoming.structured
+            actions=self._data.tasks[task_id].gold_actions,
+            structured=incoming.structured,
+            stops=match is None,
         )
         self._sessions[context_id] = session
         while len(self._sessions) > _MAX_SESSIONS:  # bounded memory for long-running demos
@@ -65,7 +72,8 @@ class OracleExecutor(AgentExecutor):
             session.next_action += 1
             parts = call_parts(session.structured, action.name, copy.deepcopy(action.arguments))
         else:
-            parts = text_parts(session.structured, DONE_TEXT)
+            closing = f"{DONE_TEXT} {AGENT_STOP_TOKEN}" if session.stops else DONE_TEXT
+            parts = text_parts(session.structured, closing)
         await event_queue.enqueue_event(agent_message(parts, context.context_id))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from green_agent.config import LLMEndpoint
 from green_agent.llm import ChatLLM
-from green_agent.reference_agents.llm_agent import LLMAgentExecutor
+from green_agent.reference_agents.llm_agent import LLMAgentExecutor, ToolCallMode
 from green_agent.reference_agents.misbehaving import NoToolsExecutor, SleepingExecutor, garbage_endpoint
 from green_agent.reference_agents.oracle import OracleExecutor
 from green_agent.white_agent.dialect import STRUCTURED_DIALECT_URI
@@ -101,6 +101,7 @@ def build_reference_agent_app(
     llm: LLMEndpoint | None = None,
     delay_s: float = 0.0,
     protocol_version: str = "1.0",
+    tool_calls: ToolCallMode = "native",
 ) -> Starlette:
     """The app of one reference agent; `url` is where it will be reachable (it goes into the agent card)."""
     executor: AgentExecutor
@@ -112,7 +113,7 @@ def build_reference_agent_app(
         if llm is None:
             raise ValueError("the 'llm' reference agent needs an LLM endpoint (llm=LLMEndpoint(...))")
         chat = ChatLLM(llm)
-        executor, on_close = LLMAgentExecutor(chat), chat.aclose
+        executor, on_close = LLMAgentExecutor(chat, tool_calls), chat.aclose
     elif kind == "no_tools":
         executor = NoToolsExecutor()
     elif kind == "garbage":
@@ -194,12 +195,20 @@ async def serve_reference_agent(
     llm: LLMEndpoint | None = None,
     delay_s: float = 0.0,
     protocol_version: str = "1.0",
+    tool_calls: ToolCallMode = "native",
 ) -> AsyncIterator[str]:
-    """Serve one reference agent on loopback (port 0 = any free port); yields its base URL."""
+    """Serve one reference agent on loopback (port 0 = any free port); yields its base URL. `tool_calls`
+    picks how the `llm` agent gets tool calls from its model (llm_agent.ToolCallMode)."""
 
     def app_for(url: str) -> Starlette:
         return build_reference_agent_app(
-            kind, data=data, url=url, llm=llm, delay_s=delay_s, protocol_version=protocol_version
+            kind,
+            data=data,
+            url=url,
+            llm=llm,
+            delay_s=delay_s,
+            protocol_version=protocol_version,
+            tool_calls=tool_calls,
         )
 
     async with serve_app(app_for, host=host, port=port) as url:

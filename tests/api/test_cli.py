@@ -77,6 +77,8 @@ async def test_run_writes_report(oracle_url: str, tmp_path: Path) -> None:
     assert "pass^2" in output and "average reward" in output  # the printed table
     assert "1.0000 of 6 trials" in output  # rates come with how many trials they cover
     assert "PARTIAL" not in output
+    # `run` cannot know the agent is an oracle: pairing it with the scripted customer is warned about.
+    assert "warning: the customer is the scripted one" in " ".join(output.split())
 
 
 async def test_run_exits_partial_failed_and_cancelled_with_their_own_codes(
@@ -182,6 +184,7 @@ async def test_demo_runs_with_zero_configuration(tmp_path: Path) -> None:
     assert "PARTIAL (expected in the demo, which has no LLM judge)" in output
     assert "demo finished" in output
     assert output.rstrip().splitlines()[-2].startswith("next: see it in the web UI")  # the last words
+    assert "the customer is the scripted one" not in output  # the built-in oracle is the one it suits
     # The demo runs on the embedded default database, so a later `serve` shows it over REST.
     assert (tmp_path / "green_agent.db").is_file()
 

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from api.service import SCRIPTED_CUSTOMER_WARNING
 from tests.api.servers import poll, serve_green
 
 
@@ -228,12 +229,14 @@ async def test_concurrency_above_the_operator_bounds_is_reported(database_url: s
         per_agent = (await http.post("/assessments", json={**body, "concurrency": 20})).json()
         within = (await http.post("/assessments", json={**body, "concurrency": 16})).json()
 
-        [warning] = (await http.get(f"/assessments/{capped['id']}")).json()["warnings"]
+        # Every one of them also pairs the scripted customer with an agent that is not the built-in oracle.
+        scripted, warning = (await http.get(f"/assessments/{capped['id']}")).json()["warnings"]
+        assert scripted == SCRIPTED_CUSTOMER_WARNING
         assert "concurrency 128 was asked but at most 16 trials run at once" in warning
         assert "max_concurrent_per_agent is 16" in warning and "max_concurrent_trials is 48" in warning
         assert "GREEN_AGENT_MAX_CONCURRENT_PER_AGENT" in warning
-        [warning] = per_agent["warnings"]
+        scripted, warning = per_agent["warnings"]
         assert "at most 16" in warning and "max_concurrent_trials" not in warning
-        assert within["warnings"] == []
+        assert within["warnings"] == [SCRIPTED_CUSTOMER_WARNING]
         for created in (capped, per_agent, within):
             assert (await http.post(f"/assessments/{created['id']}/cancel")).status_code == 200

@@ -90,8 +90,12 @@ def test_every_engine_setting_is_exposed(monkeypatch: pytest.MonkeyPatch) -> Non
     # Operator-facing names that differ from the engine's; every other EngineSettings field keeps its name.
     renamed = {"judge": "judge_model"}
     exposed = set(Settings.model_fields)
-    missing = [f for f in EngineSettings.model_fields if f != "limits" and renamed.get(f, f) not in exposed]
+    # Naming the task to the agent is for the local-model demo's built-in oracle only: never an operator's.
+    hidden = {"limits", "disclose_task_id"}
+    missing = [f for f in EngineSettings.model_fields if f not in hidden and renamed.get(f, f) not in exposed]
     assert missing == []
+    monkeypatch.setenv("GREEN_AGENT_DISCLOSE_TASK_ID", "true")
+    assert Settings(_env_file=None).engine_settings().disclose_task_id is False
     # The bounds on the white agent are flat operator settings, one per AgentLimits field.
     assert [f for f in AgentLimits.model_fields if f not in exposed] == []
     # The defaults are the engine's own.
