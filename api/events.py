@@ -4,21 +4,22 @@ The engine reports through `on_event`; the service stores what must be stored, t
 is the in-process fan-out: each subscriber gets its own bounded queue, and a subscriber that falls too far
 behind is cut off (it gets a `lagged` marker and its stream ends) rather than making memory grow or slowing
 the assessment down. On PostgreSQL, where a trial may run in another process than the stream that shows it,
-`EventRelay` carries every event through PostgreSQL NOTIFY to every process's hub (the publisher's own
-included), so a stream on any API process sees the trials of every worker.
+`EventRelay` puts every event in the local hub and carries it through PostgreSQL NOTIFY to the other
+processes' hubs, so a stream on any API process sees the trials of every worker.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
+import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Literal, Protocol
 
+import psycopg
 from procrastinate import BaseConnector
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
@@ -117,9 +118,9 @@ class ProgressHub:
 
 
 CHANNEL = "green_agent_progress"
-# PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; a turn whose message is longer is relayed with its
-# text cut (the whole transcript is under /trials once the trial is stored).
-MAX_PAYLOAD_BYTES = 7_500
+# PostgreSQL refuses NOTIFY payloads of 8000 bytes or more (the relay's 17-byte origin tag included); a turn
+# whose message is longer is relayed with its text cut (the whole transcript is under /trials once stored).
+MAX_PAYLOAD_BYTES = 7_480
 RELAY_QUEUE_SIZE = 10_000
 RELAY_BATCH = 200
 
@@ -136,47 +137,82 @@ def _payload(assessment_id: str, event: HubEvent) -> str:
     return _payload(assessment_id, event.model_copy(update={"message": cut}))
 
 
+LISTEN_KEEPALIVE_S = 30.0
+"""The listener checks its connection with a query after this long without a notification."""
+RELAY_STOP_S = 2.0
+"""At shutdown the relay waits at most this long for its listener and sender to stop."""
+
+
 class EventRelay:
-    """Publishes into PostgreSQL NOTIFY (batched, never blocking the caller) and feeds what it hears on the
-    channel into the local hub. A relay that cannot keep up drops events and says so in the log."""
+    """Publishes into the local hub at once and, for the other processes, into PostgreSQL NOTIFY (batched,
+    never blocking the caller); feeds what it hears from the other processes into the local hub. Each relay
+    tags its notifications with its own origin and skips them when they come back, so its own events are
+    never read back through json and pydantic. A relay that cannot keep up drops events and says so."""
 
     def __init__(self, hub: ProgressHub, connector: BaseConnector) -> None:
         self.hub = hub
         self._connector = connector
         self._outbox: asyncio.Queue[str] = asyncio.Queue(RELAY_QUEUE_SIZE)
         self.dropped = 0
+        self.origin = uuid.uuid4().hex[:16]
+        self._prefix = self.origin + " "
 
     def publish(self, assessment_id: str, event: HubEvent) -> None:
+        self.hub.publish(assessment_id, event)
         try:
-            self._outbox.put_nowait(_payload(assessment_id, event))
+            self._outbox.put_nowait(self._prefix + _payload(assessment_id, event))
         except asyncio.QueueFull:
             self.dropped += 1
             if self.dropped % 1000 == 1:
                 logger.warning("progress relay is behind; %d events dropped so far", self.dropped)
 
     async def run(self) -> None:
-        """Listen and send until cancelled (the connector reconnects its listener after a database outage)."""
-        listening = asyncio.create_task(self._listen(), name="progress relay: listen")
+        """Listen and send until cancelled (the listener reconnects after a database outage). Stopping it
+        takes at most `RELAY_STOP_S`, whatever the database connection does."""
+        tasks = {
+            asyncio.create_task(self._listen(), name="progress relay: listen"),
+            asyncio.create_task(self._send_forever(), name="progress relay: send"),
+        }
         try:
-            await self._send_forever()
+            await asyncio.gather(*tasks)
         finally:
-            listening.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await listening
+            for task in tasks:
+                task.cancel()
+            _, stuck = await asyncio.wait(tasks, timeout=RELAY_STOP_S)
+            if stuck:
+                logger.warning(
+                    "progress relay: %d task(s) did not stop within %.0f s", len(stuck), RELAY_STOP_S
+                )
 
     async def _listen(self) -> None:
         while True:
             try:
-                await self._connector.listen_notify(self._received, [CHANNEL])
+                await self._listen_once()
             except Exception as exc:
                 logger.warning("progress relay lost its listener (%s: %s); retrying", type(exc).__name__, exc)
             await asyncio.sleep(1.0)
 
-    async def _received(self, *, channel: str, payload: str) -> None:
+    async def _listen_once(self) -> None:
+        # Our own LISTEN connection rather than procrastinate's listen_notify: that one wraps each wait in
+        # asyncio.wait_for, and a cancelled wait could stay stuck there, so the process never exited after
+        # its work was done (issue 18). Cancelling psycopg's own wait ends it at once.
+        pool = self._connector.pool  # type: ignore[attr-defined]
+        async with await psycopg.AsyncConnection.connect(
+            pool.conninfo, **(pool.kwargs or {}), autocommit=True
+        ) as connection:
+            await connection.execute(f"LISTEN {CHANNEL}")
+            while True:
+                async for notification in connection.notifies(timeout=LISTEN_KEEPALIVE_S):
+                    self._received(notification.payload)
+                await connection.execute("SELECT 1")
+
+    def _received(self, payload: str) -> None:
+        if payload.startswith(self._prefix):
+            return  # our own event: the local hub has it already
         try:
-            message = json.loads(payload)
+            message = json.loads(payload.split(" ", 1)[1])
             self.hub.publish(message["a"], _HUB_EVENT.validate_python(message["e"]))
-        except (ValueError, KeyError, TypeError, ValidationError) as exc:
+        except (ValueError, KeyError, TypeError, IndexError, ValidationError) as exc:
             logger.warning("ignored a malformed progress notification: %s", exc)
 
     async def _send_forever(self) -> None:
