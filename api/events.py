@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Literal, Protocol
 
@@ -98,6 +99,12 @@ class ProgressHub:
 
     def __init__(self) -> None:
         self._subscribers: dict[str, set[Subscription]] = defaultdict(set)
+        # Told (assessment id, True) when an assessment gets its first subscriber here, False when its last
+        # one leaves: the relay announces it, so other processes send its turns here only while needed.
+        self.watch_listeners: list[Callable[[str, bool], None]] = []
+
+    def watched(self) -> list[str]:
+        return list(self._subscribers)
 
     def publish(self, assessment_id: str, event: HubEvent) -> None:
         for subscription in list(self._subscribers.get(assessment_id, ())):
@@ -106,7 +113,11 @@ class ProgressHub:
     @asynccontextmanager
     async def subscribe(self, assessment_id: str) -> AsyncIterator[Subscription]:
         subscription = Subscription()
+        first = assessment_id not in self._subscribers
         self._subscribers[assessment_id].add(subscription)
+        if first:
+            for listener in self.watch_listeners:
+                listener(assessment_id, True)
         try:
             yield subscription
         finally:
@@ -115,6 +126,8 @@ class ProgressHub:
                 subscribers.discard(subscription)
                 if not subscribers:
                     del self._subscribers[assessment_id]
+                    for listener in self.watch_listeners:
+                        listener(assessment_id, False)
 
 
 CHANNEL = "green_agent_progress"
@@ -140,6 +153,11 @@ def _payload(assessment_id: str, event: HubEvent) -> str:
 LISTEN_KEEPALIVE_S = 30.0
 """The listener checks its connection with a query after this long without a notification."""
 RELAY_STOP_S = 2.0
+INTEREST_REFRESH_S = 10.0
+"""Each process re-announces the assessments it has subscribers for this often; an announcement not renewed
+within three times this is forgotten (a process that died without saying so)."""
+MAX_REMOTE_INTERESTS = RELAY_QUEUE_SIZE
+"""Most (assessment, process) subscriptions from other processes a relay remembers."""
 """At shutdown the relay waits at most this long for its listener and sender to stop."""
 
 
@@ -156,11 +174,35 @@ class EventRelay:
         self.dropped = 0
         self.origin = uuid.uuid4().hex[:16]
         self._prefix = self.origin + " "
+        # assessment id -> {origin: expiry (monotonic)}: who elsewhere follows which assessment.
+        self._remote: dict[str, dict[str, float]] = {}
+        hub.watch_listeners.append(self._announce)
+
+    def _announce(self, assessment_id: str, watched: bool) -> None:
+        self._send(f"{self._prefix}{'i' if watched else 'x'} {assessment_id}")
+
+    def _wanted_elsewhere(self, assessment_id: str) -> bool:
+        followers = self._remote.get(assessment_id)
+        if not followers:
+            return False
+        now = time.monotonic()
+        for origin in [o for o, expiry in followers.items() if expiry < now]:
+            del followers[origin]
+        if not followers:
+            del self._remote[assessment_id]
+        return bool(followers)
 
     def publish(self, assessment_id: str, event: HubEvent) -> None:
         self.hub.publish(assessment_id, event)
+        # Per-turn events (most of them) cross processes only while another process follows the assessment;
+        # trial and status events always do (few, and what `wait` and progress counts rely on).
+        if isinstance(event, TurnTaken | TrialStarted) and not self._wanted_elsewhere(assessment_id):
+            return
+        self._send(self._prefix + "e " + _payload(assessment_id, event))
+
+    def _send(self, payload: str) -> None:
         try:
-            self._outbox.put_nowait(self._prefix + _payload(assessment_id, event))
+            self._outbox.put_nowait(payload)
         except asyncio.QueueFull:
             self.dropped += 1
             if self.dropped % 1000 == 1:
@@ -172,6 +214,7 @@ class EventRelay:
         tasks = {
             asyncio.create_task(self._listen(), name="progress relay: listen"),
             asyncio.create_task(self._send_forever(), name="progress relay: send"),
+            asyncio.create_task(self._refresh_forever(), name="progress relay: interests"),
         }
         try:
             await asyncio.gather(*tasks)
@@ -201,16 +244,43 @@ class EventRelay:
             pool.conninfo, **(pool.kwargs or {}), autocommit=True
         ) as connection:
             await connection.execute(f"LISTEN {CHANNEL}")
+            self._send(self._prefix + "?")  # listening now: ask the others who follows what
             while True:
                 async for notification in connection.notifies(timeout=LISTEN_KEEPALIVE_S):
                     self._received(notification.payload)
                 await connection.execute("SELECT 1")
 
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(INTEREST_REFRESH_S)
+            for assessment_id in self.hub.watched():
+                self._announce(assessment_id, True)
+
     def _received(self, payload: str) -> None:
         if payload.startswith(self._prefix):
-            return  # our own event: the local hub has it already
+            return  # our own: the local hub has it already
+        origin, _, rest = payload.partition(" ")
+        kind, _, body = rest.partition(" ")
+        if kind == "i":
+            followers = self._remote.get(body)
+            if followers is None:
+                if len(self._remote) >= MAX_REMOTE_INTERESTS:
+                    return
+                followers = self._remote[body] = {}
+            followers[origin] = time.monotonic() + 3 * INTEREST_REFRESH_S
+            return
+        if kind == "x":
+            self._remote.get(body, {}).pop(origin, None)
+            return
+        if kind == "?":
+            for assessment_id in self.hub.watched():
+                self._announce(assessment_id, True)
+            return
+        if kind != "e":
+            logger.warning("ignored a progress notification of unknown kind %r", kind[:20])
+            return
         try:
-            message = json.loads(payload.split(" ", 1)[1])
+            message = json.loads(body)
             self.hub.publish(message["a"], _HUB_EVENT.validate_python(message["e"]))
         except (ValueError, KeyError, TypeError, IndexError, ValidationError) as exc:
             logger.warning("ignored a malformed progress notification: %s", exc)
