@@ -8,6 +8,7 @@ import pytest
 
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData, load_retail_data
+from tests.conftest import create_pg_database, drop_pg_database, pg_url
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +35,13 @@ async def idle_url(retail_data: RetailData) -> AsyncIterator[str]:
     """A white agent that never answers in time: its assessments run until cancelled."""
     async with serve_reference_agent("idle", data=retail_data) as url:
         yield url
+
+
+@pytest.fixture
+async def pg_database() -> AsyncIterator[str]:
+    """A fresh PostgreSQL database of its own (for tests that need PostgreSQL only); its URL."""
+    name = await create_pg_database()
+    try:
+        yield pg_url(name)
+    finally:
+        await drop_pg_database(name)

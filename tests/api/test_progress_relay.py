@@ -5,24 +5,12 @@ never reads its own events back."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import psycopg
-import pytest
 
 from api.events import CHANNEL, EventRelay, ProgressHub, TrialDone
 from api.queue import QueueSettings, TrialQueue, psycopg_conninfo
 from green_agent.models import TranscriptMessage, TurnTaken
-from tests.conftest import create_pg_database, drop_pg_database, pg_url
-
-
-@pytest.fixture
-async def pg_database() -> AsyncIterator[str]:
-    name = await create_pg_database()
-    try:
-        yield pg_url(name)
-    finally:
-        await drop_pg_database(name)
 
 
 def turn(index: int) -> TurnTaken:

@@ -10,26 +10,14 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.api.servers import GREEN_AGENT_BIN, REPO_ROOT, GreenProcess, free_port, poll
-from tests.conftest import create_pg_database, drop_pg_database, pg_url
 
 EXIT_WITHIN_S = 6.0
 """A few seconds: the worker's shutdown grace (5 s) applies only to running trials, and none runs here."""
-
-
-@pytest.fixture
-async def pg_database() -> AsyncIterator[str]:
-    name = await create_pg_database()
-    try:
-        yield pg_url(name)
-    finally:
-        await drop_pg_database(name)
 
 
 async def seconds_to_exit(process: subprocess.Popen[bytes], limit_s: float = 60) -> float:
