@@ -4,21 +4,23 @@ The engine reports through `on_event`; the service stores what must be stored, t
 is the in-process fan-out: each subscriber gets its own bounded queue, and a subscriber that falls too far
 behind is cut off (it gets a `lagged` marker and its stream ends) rather than making memory grow or slowing
 the assessment down. On PostgreSQL, where a trial may run in another process than the stream that shows it,
-`EventRelay` carries every event through PostgreSQL NOTIFY to every process's hub (the publisher's own
-included), so a stream on any API process sees the trials of every worker.
+`EventRelay` puts every event in the local hub and carries it through PostgreSQL NOTIFY to the other
+processes' hubs, so a stream on any API process sees the trials of every worker.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
+import time
+import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Literal, Protocol
 
+import psycopg
 from procrastinate import BaseConnector
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
@@ -105,6 +107,12 @@ class ProgressHub:
     def __init__(self, queue_size: int = QUEUE_SIZE) -> None:
         self.queue_size = queue_size
         self._subscribers: dict[str, set[Subscription]] = defaultdict(set)
+        # Told (assessment id, True) when an assessment gets its first subscriber here, False when its last
+        # one leaves: the relay announces it, so other processes send its turns here only while needed.
+        self.watch_listeners: list[Callable[[str, bool], None]] = []
+
+    def watched(self) -> list[str]:
+        return list(self._subscribers)
 
     def publish(self, assessment_id: str, event: HubEvent) -> None:
         for subscription in list(self._subscribers.get(assessment_id, ())):
@@ -119,7 +127,11 @@ class ProgressHub:
         accept: Callable[[HubEvent], bool] | None = None,
     ) -> AsyncIterator[Subscription]:
         subscription = Subscription(self.queue_size if queue_size is None else queue_size, accept)
+        first = assessment_id not in self._subscribers
         self._subscribers[assessment_id].add(subscription)
+        if first:
+            for listener in self.watch_listeners:
+                listener(assessment_id, True)
         try:
             yield subscription
         finally:
@@ -128,12 +140,14 @@ class ProgressHub:
                 subscribers.discard(subscription)
                 if not subscribers:
                     del self._subscribers[assessment_id]
+                    for listener in self.watch_listeners:
+                        listener(assessment_id, False)
 
 
 CHANNEL = "green_agent_progress"
-# PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; a turn whose message is longer is relayed with its
-# text cut (the whole transcript is under /trials once the trial is stored).
-MAX_PAYLOAD_BYTES = 7_500
+# PostgreSQL refuses NOTIFY payloads of 8000 bytes or more (the relay's 17-byte origin tag included); a turn
+# whose message is longer is relayed with its text cut (the whole transcript is under /trials once stored).
+MAX_PAYLOAD_BYTES = 7_480
 RELAY_QUEUE_SIZE = 10_000
 RELAY_BATCH = 200
 
@@ -150,47 +164,139 @@ def _payload(assessment_id: str, event: HubEvent) -> str:
     return _payload(assessment_id, event.model_copy(update={"message": cut}))
 
 
+LISTEN_KEEPALIVE_S = 30.0
+"""The listener checks its connection with a query after this long without a notification."""
+RELAY_STOP_S = 2.0
+INTEREST_REFRESH_S = 10.0
+"""Each process re-announces the assessments it has subscribers for this often; an announcement not renewed
+within three times this is forgotten (a process that died without saying so)."""
+MAX_REMOTE_INTERESTS = RELAY_QUEUE_SIZE
+"""Most (assessment, process) subscriptions from other processes a relay remembers."""
+"""At shutdown the relay waits at most this long for its listener and sender to stop."""
+
+
 class EventRelay:
-    """Publishes into PostgreSQL NOTIFY (batched, never blocking the caller) and feeds what it hears on the
-    channel into the local hub. A relay that cannot keep up drops events and says so in the log."""
+    """Publishes into the local hub at once and, for the other processes, into PostgreSQL NOTIFY (batched,
+    never blocking the caller); feeds what it hears from the other processes into the local hub. Each relay
+    tags its notifications with its own origin and skips them when they come back, so its own events are
+    never read back through json and pydantic. A relay that cannot keep up drops events and says so."""
 
     def __init__(self, hub: ProgressHub, connector: BaseConnector) -> None:
         self.hub = hub
         self._connector = connector
         self._outbox: asyncio.Queue[str] = asyncio.Queue(RELAY_QUEUE_SIZE)
         self.dropped = 0
+        self.origin = uuid.uuid4().hex[:16]
+        self._prefix = self.origin + " "
+        # assessment id -> {origin: expiry (monotonic)}: who elsewhere follows which assessment.
+        self._remote: dict[str, dict[str, float]] = {}
+        hub.watch_listeners.append(self._announce)
+
+    def _announce(self, assessment_id: str, watched: bool) -> None:
+        self._send(f"{self._prefix}{'i' if watched else 'x'} {assessment_id}")
+
+    def _wanted_elsewhere(self, assessment_id: str) -> bool:
+        followers = self._remote.get(assessment_id)
+        if not followers:
+            return False
+        now = time.monotonic()
+        for origin in [o for o, expiry in followers.items() if expiry < now]:
+            del followers[origin]
+        if not followers:
+            del self._remote[assessment_id]
+        return bool(followers)
 
     def publish(self, assessment_id: str, event: HubEvent) -> None:
+        self.hub.publish(assessment_id, event)
+        # Per-turn events (most of them) cross processes only while another process follows the assessment;
+        # trial and status events always do (few, and what `wait` and progress counts rely on).
+        if isinstance(event, TurnTaken | TrialStarted) and not self._wanted_elsewhere(assessment_id):
+            return
+        self._send(self._prefix + "e " + _payload(assessment_id, event))
+
+    def _send(self, payload: str) -> None:
         try:
-            self._outbox.put_nowait(_payload(assessment_id, event))
+            self._outbox.put_nowait(payload)
         except asyncio.QueueFull:
             self.dropped += 1
             if self.dropped % 1000 == 1:
                 logger.warning("progress relay is behind; %d events dropped so far", self.dropped)
 
     async def run(self) -> None:
-        """Listen and send until cancelled (the connector reconnects its listener after a database outage)."""
-        listening = asyncio.create_task(self._listen(), name="progress relay: listen")
+        """Listen and send until cancelled (the listener reconnects after a database outage). Stopping it
+        takes at most `RELAY_STOP_S`, whatever the database connection does."""
+        tasks = {
+            asyncio.create_task(self._listen(), name="progress relay: listen"),
+            asyncio.create_task(self._send_forever(), name="progress relay: send"),
+            asyncio.create_task(self._refresh_forever(), name="progress relay: interests"),
+        }
         try:
-            await self._send_forever()
+            await asyncio.gather(*tasks)
         finally:
-            listening.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await listening
+            for task in tasks:
+                task.cancel()
+            _, stuck = await asyncio.wait(tasks, timeout=RELAY_STOP_S)
+            if stuck:
+                logger.warning(
+                    "progress relay: %d task(s) did not stop within %.0f s", len(stuck), RELAY_STOP_S
+                )
 
     async def _listen(self) -> None:
         while True:
             try:
-                await self._connector.listen_notify(self._received, [CHANNEL])
+                await self._listen_once()
             except Exception as exc:
                 logger.warning("progress relay lost its listener (%s: %s); retrying", type(exc).__name__, exc)
             await asyncio.sleep(1.0)
 
-    async def _received(self, *, channel: str, payload: str) -> None:
+    async def _listen_once(self) -> None:
+        # Our own LISTEN connection rather than procrastinate's listen_notify: that one wraps each wait in
+        # asyncio.wait_for, and a cancelled wait could stay stuck there, so the process never exited after
+        # its work was done (issue 18). Cancelling psycopg's own wait ends it at once.
+        pool = self._connector.pool  # type: ignore[attr-defined]
+        async with await psycopg.AsyncConnection.connect(
+            pool.conninfo, **(pool.kwargs or {}), autocommit=True
+        ) as connection:
+            await connection.execute(f"LISTEN {CHANNEL}")
+            self._send(self._prefix + "?")  # listening now: ask the others who follows what
+            while True:
+                async for notification in connection.notifies(timeout=LISTEN_KEEPALIVE_S):
+                    self._received(notification.payload)
+                await connection.execute("SELECT 1")
+
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(INTEREST_REFRESH_S)
+            for assessment_id in self.hub.watched():
+                self._announce(assessment_id, True)
+
+    def _received(self, payload: str) -> None:
+        if payload.startswith(self._prefix):
+            return  # our own: the local hub has it already
+        origin, _, rest = payload.partition(" ")
+        kind, _, body = rest.partition(" ")
+        if kind == "i":
+            followers = self._remote.get(body)
+            if followers is None:
+                if len(self._remote) >= MAX_REMOTE_INTERESTS:
+                    return
+                followers = self._remote[body] = {}
+            followers[origin] = time.monotonic() + 3 * INTEREST_REFRESH_S
+            return
+        if kind == "x":
+            self._remote.get(body, {}).pop(origin, None)
+            return
+        if kind == "?":
+            for assessment_id in self.hub.watched():
+                self._announce(assessment_id, True)
+            return
+        if kind != "e":
+            logger.warning("ignored a progress notification of unknown kind %r", kind[:20])
+            return
         try:
-            message = json.loads(payload)
+            message = json.loads(body)
             self.hub.publish(message["a"], _HUB_EVENT.validate_python(message["e"]))
-        except (ValueError, KeyError, TypeError, ValidationError) as exc:
+        except (ValueError, KeyError, TypeError, IndexError, ValidationError) as exc:
             logger.warning("ignored a malformed progress notification: %s", exc)
 
     async def _send_forever(self) -> None:

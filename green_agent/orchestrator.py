@@ -316,8 +316,9 @@ class _Loop:
 
     async def execute(self, calls: list[ToolCallRecord]) -> list[ToolOutcome]:
         outcomes = []
-        for call in calls:
-            await asyncio.sleep(0)  # one call at a time on the event loop: a reply may hold several slow ones
+        for i, call in enumerate(calls):
+            if i:  # one call at a time on the event loop: a reply may hold several slow ones
+                await asyncio.sleep(0)
             result = self.env.call(call.name, call.arguments)
             self.state.num_errors += int(result.error)
             outcomes.append(ToolOutcome(call.id, call.name, result.content, result.error))

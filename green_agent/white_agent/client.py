@@ -85,6 +85,9 @@ _FAILED_STATES = {
 _PENDING_STATES = {TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING}
 _USED_BINDINGS = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)
 AgentHeaders = dict[str, str]
+LARGE_REPLY_BYTES = 8 * 1024
+"""A reply body above this is read in several loop callbacks (loop rule); below it the steps cost well under
+a millisecond together, and the extra callbacks would only add to every turn's CPU."""
 ENDPOINT_UNREACHABLE = f"{UNREACHABLE} at the A2A endpoint its card advertises"
 
 
@@ -159,8 +162,10 @@ class _BoundedTransport(httpx.AsyncBaseTransport):
                 f"the agent's response holds more than {self._max_values} JSON values (max_reply_values)"
             )
         # The SDK parses the body as this returns (~3 ms at the bounds): a loop callback of its own, not one
-        # more step after receiving it (loop rule, module docstring).
-        await asyncio.sleep(0)
+        # more step after receiving it (loop rule, module docstring). A small body parses in well under a
+        # millisecond, and a yield per reply costs CPU on every turn (issue 18): only large bodies get one.
+        if len(body) > LARGE_REPLY_BYTES:
+            await asyncio.sleep(0)
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "transfer-encoding"]
         return httpx.Response(
             response.status_code,

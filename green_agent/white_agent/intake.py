@@ -20,7 +20,7 @@ from green_agent.limits import (
     storable,
     utf8_size,
 )
-from green_agent.white_agent.client import AgentReply
+from green_agent.white_agent.client import LARGE_REPLY_BYTES, AgentReply
 from green_agent.white_agent.dialect import Dialect
 from green_agent.white_agent.reply_parsing import ParsedCall, ParsedReply
 
@@ -32,13 +32,17 @@ async def admit_reply(reply: AgentReply, dialect: Dialect, limits: AgentLimits) 
     ms each at the bounds (e.g. a DataPart of 2,000 values holding 500 calls), so each runs in an event-loop
     callback of its own (the loop rule of `client.py`)."""
     warnings: list[str] = []
-    await asyncio.sleep(0)
+    # Small replies (the usual ones) are admitted in one callback: their steps cost far under a millisecond.
+    large = bool(reply.data) or len(reply.text) > LARGE_REPLY_BYTES
+    if large:
+        await asyncio.sleep(0)
     try:
         # + 3: the structured dialect's envelope around arguments, {"tool_calls": [{"arguments": ...}]}
         data = tuple(clean_json(item, max_depth=limits.max_json_depth + 3) for item in reply.data)
     except ValueTooLarge as exc:
         raise AgentProtocolError(f"a DataPart of the reply is {exc}") from None
-    await asyncio.sleep(0)
+    if large:
+        await asyncio.sleep(0)
     # The whole text is read (it is within max_reply_bytes, and reading is linear); what the customer sees of
     # it is cut below.
     parsed = dialect.parse(AgentReply(text=reply.text, data=data))
@@ -47,7 +51,8 @@ async def admit_reply(reply: AgentReply, dialect: Dialect, limits: AgentLimits) 
             f"the reply holds {len(parsed.calls)} tool calls; at most {limits.max_tool_calls} are accepted "
             "(max_tool_calls)"
         )
-    await asyncio.sleep(0)
+    if large:
+        await asyncio.sleep(0)
     calls = tuple(_admit_call(call, limits) for call in parsed.calls)
     said = parsed.text
     if said is not None:

@@ -12,6 +12,7 @@ from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData, load_retail_data
+from tests.conftest import create_pg_database, drop_pg_database, pg_url
 
 
 @pytest.fixture(scope="session")
@@ -57,3 +58,13 @@ async def database(database_url: str) -> AsyncIterator[AsyncEngine]:
         yield engine
     finally:
         await engine.dispose()
+
+
+@pytest.fixture
+async def pg_database() -> AsyncIterator[str]:
+    """A fresh PostgreSQL database of its own (for tests that need PostgreSQL only); its URL."""
+    name = await create_pg_database()
+    try:
+        yield pg_url(name)
+    finally:
+        await drop_pg_database(name)

@@ -13,19 +13,16 @@ import asyncio
 import json
 import re
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from sqlalchemy import text
 
 from api.db.engine import create_engine
 from api.runtime import open_runtime
 from green_agent.config import AssessmentConfig, TaskSelection
 from tests.api.servers import GreenProcess, free_port, green_settings, poll
-from tests.conftest import create_pg_database, drop_pg_database, pg_url
 
 COUNTED = ("num_tasks", "num_trials", "trials_total", "trials_scored", "excluded", "termination_counts")
 FAST_FAILOVER = {
@@ -35,15 +32,6 @@ FAST_FAILOVER = {
     "GREEN_AGENT_WORKER_SHUTDOWN_GRACE_S": "1",
 }
 STARTED_JOB = re.compile(r"Starting job green_agent\.run_trial\[\d+\]")
-
-
-@pytest.fixture
-async def pg_database() -> AsyncIterator[str]:
-    name = await create_pg_database()
-    try:
-        yield pg_url(name)
-    finally:
-        await drop_pg_database(name)
 
 
 async def single_process_report(tmp_path: Path, agent_url: str, trials: int) -> dict[str, Any]:

@@ -137,10 +137,12 @@ async def test_a_trial_the_database_refuses_is_stored_as_an_internal_error_stand
             run=cast(AssessmentRun, None),
             turns=TurnClock("test"),
             trials_total=1,
+            order=[("0", 0)],
+            concurrency=1,
             base_seconds=0,
             opened_at=0,
         )
-        assert await runtime.service._store(record.id, unstorable, opened)
+        assert await runtime.service._store(record.id, unstorable, opened) == (True, 1)
         (stored,) = await runtime.repository.trial_results(record.id)
         await runtime.service._finish_if_done(record.id)  # the last trial: the report, from storage
         final = await runtime.service.get(record.id)
