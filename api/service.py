@@ -471,7 +471,15 @@ class AssessmentService:
 
     async def _run_trial_job(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
         with trial_context(assessment_id, task_id, trial):
-            await self._run_trial(context, assessment_id, task_id, trial)
+            try:
+                await self._run_trial(context, assessment_id, task_id, trial)
+            except asyncio.CancelledError:
+                # Wherever the job was when it was stopped (its first reads included): on request (the
+                # assessment is marked cancelled already) it ends aborted, not retried; otherwise the worker
+                # is shutting down and the job goes back to the queue.
+                if context.abort_reason() == AbortReason.USER_REQUEST:
+                    raise JobAborted(f"assessment {assessment_id} was cancelled") from None
+                raise
 
     async def _run_trial(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
         record = await self.repository.get(assessment_id)
@@ -493,11 +501,6 @@ class AssessmentService:
             logger.info("assessment %s failed: %s", assessment_id, exc)
             await self._fail(assessment_id, str(exc))
             return
-        except asyncio.CancelledError:
-            if context.abort_reason() == AbortReason.USER_REQUEST:
-                # Cancelled on request (the assessment is marked already): the job ends aborted, not retried.
-                raise JobAborted(f"assessment {assessment_id} was cancelled") from None
-            raise  # the worker is shutting down: the job goes back to the queue
         except Exception as exc:  # a bug of ours: the assessment ends visibly rather than hanging
             logger.exception("trial %s/%s of assessment %s crashed", task_id, trial, assessment_id)
             await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
