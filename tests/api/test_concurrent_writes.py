@@ -5,7 +5,6 @@ never mistaken for an already-stored trial."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -73,11 +72,9 @@ async def store_all_at_once(repo: AssessmentRepository) -> tuple[str, list[int |
 
 
 @pytest.fixture
-async def repo(database_url: str) -> AsyncIterator[AssessmentRepository]:
-    engine = create_engine(database_url)
-    await upgrade(engine)
-    yield AssessmentRepository(engine)
-    await engine.dispose()
+def repo(repository: AssessmentRepository) -> AssessmentRepository:
+    """The shared `repository` fixture (tests/api/conftest.py) under this module's short name."""
+    return repository
 
 
 async def test_concurrent_trials_all_persist(repo: AssessmentRepository) -> None:
