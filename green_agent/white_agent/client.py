@@ -1,7 +1,8 @@
 """A2A client side: a small pool of httpx clients, cached agent cards, one conversation per trial.
 
-Why a pool: one `httpx.AsyncClient` degrades badly beyond ~64 concurrent conversations (httpcore scans its
-whole pool on every request), so conversations are spread over clients of at most `conversations_per_client`.
+Why a pool: conversations are spread over clients of at most `conversations_per_client` each (each client
+keeps that many idle connections at most; with httpx's own transport, one client also degraded beyond ~64
+conversations).
 
 Delivery rule: a message is re-sent only when the connection was never established (so it cannot have been
 delivered). Everything else (timeout, HTTP or A2A error, a failed task, an empty answer) becomes an
@@ -14,9 +15,12 @@ another origin than the agent URL (only the agent's own origin gets detailed err
 Optional per-assessment headers (the agent's own credentials) go with every request to the agent, and
 nowhere else: never into messages, errors or logs.
 
-Size rule: every response body is read through `_BoundedTransport`, which stops reading past `max_reply_bytes`
-and refuses bodies with more JSON values than `max_reply_values`, before the A2A SDK parses them (it does so
-on the event loop). Compressed bodies are refused: a small body could inflate without bound.
+HTTP: the clients are `DirectClient`s on `AgentTransport` (http1.py), HTTP/1.1 on asyncio and llhttp, at a
+fraction of the CPU of httpx's own stack (a third of the green agent's cost per turn went there).
+
+Size rule: every response is read by the transport, which stops reading past `max_reply_bytes` and refuses
+bodies with more JSON values than `max_reply_values`, before the A2A SDK parses them (it does so on the event
+loop). Compressed bodies are refused: a small body could inflate without bound.
 
 Loop rule: reading one reply never holds the event loop for more than a few ms (issue 8 asks for ~10 ms at
 most). Receiving the body, the SDK's parse of it, turning its parts into Python values and admitting them
@@ -68,11 +72,12 @@ from green_agent.errors import (
 from green_agent.limits import AgentLimits, reply_values
 from green_agent.white_agent.egress import (
     UNREACHABLE,
+    EgressConnector,
     EgressPolicy,
     Resolver,
     egress_refusal_in,
-    egress_transport,
 )
+from green_agent.white_agent.http1 import AgentTransport, DirectClient, TransportLimits
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +125,8 @@ class ClientLimits:
     """Their total serialized size; a requester picks the URLs, and each card may be max_reply_bytes."""
     card_cache_ttl_s: float = 300.0
     """Age at which a cached card is fetched again."""
+    keepalive_s: float = 5.0
+    """An idle connection to an agent older than this is closed rather than reused."""
 
     @property
     def retry_schedule_s(self) -> float:
@@ -127,59 +134,10 @@ class ClientLimits:
         return sum(self.retry_backoff_s * 2**i for i in range(self.connect_retries))
 
 
-class _BoundedTransport(httpx.AsyncBaseTransport):
-    """Wraps the transport that connects: reads each response body in full, but never past `max_bytes`;
-    refuses compressed bodies and bodies with more than `max_values` JSON values. Raises
-    `AgentProtocolError`, which the SDK lets through."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport, *, max_bytes: int, max_values: int) -> None:
-        self._inner, self._max_bytes, self._max_values = inner, max_bytes, max_values
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        request.headers["Accept-Encoding"] = "identity"
-        response = await self._inner.handle_async_request(request)
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            if encoding not in ("", "identity"):
-                raise AgentProtocolError(f"the agent sent a {encoding!r}-encoded body; only identity is read")
-            async for chunk in response.stream:  # type: ignore[union-attr]
-                size += len(chunk)
-                if size > self._max_bytes:
-                    raise AgentProtocolError(
-                        f"the agent's response is larger than {self._max_bytes} bytes (max_reply_bytes)"
-                    )
-                chunks.append(chunk)
-        finally:
-            await response.aclose()
-        body = b"".join(chunks)
-        if reply_values(body) > self._max_values:
-            raise AgentProtocolError(
-                f"the agent's response holds more than {self._max_values} JSON values (max_reply_values)"
-            )
-        # The SDK parses the body as this returns (~3 ms at the bounds): a loop callback of its own, not one
-        # more step after receiving it (loop rule, module docstring). A small body parses in well under a
-        # millisecond, and a yield per reply costs CPU on every turn (issue 18): only large bodies get one.
-        if len(body) > LARGE_REPLY_BYTES:
-            await asyncio.sleep(0)
-        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "transfer-encoding"]
-        return httpx.Response(
-            response.status_code,
-            headers=headers,
-            content=body,
-            request=request,
-            extensions=response.extensions,
-        )
-
-
 @dataclass
 class _Slot:
     index: int
-    http: httpx.AsyncClient
+    http: DirectClient
     factory: ClientFactory
     active: int = 0
 
@@ -225,7 +183,7 @@ class WhiteAgentPool:
     _cards: BoundedCache[CardKey, _CachedCard] = field(init=False)
     _fetching: dict[CardKey, asyncio.Task[_CachedCard]] = field(default_factory=dict, init=False)
     """Card fetches in flight (one per key; concurrent callers share it): at most one per waiting caller."""
-    _card_http: httpx.AsyncClient | None = field(default=None, init=False)
+    _card_http: DirectClient | None = field(default=None, init=False)
     _ssl: ssl.SSLContext | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -255,13 +213,8 @@ class WhiteAgentPool:
             write=limits.write_timeout_s,
             pool=limits.read_timeout_s,
         )
-        # A conversation has at most one request in flight, so this many connections always suffice;
-        # fewer connections per client keeps httpcore's per-request pool scan short.
-        connections = httpx.Limits(
-            max_connections=limits.conversations_per_client,
-            max_keepalive_connections=limits.conversations_per_client,
-        )
-        http = httpx.AsyncClient(timeout=timeout, transport=self._transport(connections))
+        # A conversation has at most one request in flight, so this many connections always suffice.
+        http = DirectClient(self._transport(limits.conversations_per_client), timeout=timeout)
         config = ClientConfig(
             httpx_client=http,
             streaming=False,  # one answer per message; the turn timeout bounds it
@@ -271,12 +224,24 @@ class WhiteAgentPool:
         self._slots.append(slot)
         return slot
 
-    def _transport(self, limits: httpx.Limits) -> httpx.AsyncBaseTransport:
-        connecting = egress_transport(
-            self.policy, self.resolver, ssl_context=self._ssl_context(), limits=limits
-        )
-        return _BoundedTransport(
-            connecting, max_bytes=self.limits.max_reply_bytes, max_values=self.limits.max_reply_values
+    def _transport(self, max_idle: int) -> AgentTransport:
+        limits = self.limits
+
+        def check_values(body: bytes) -> None:
+            if reply_values(body) > limits.max_reply_values:
+                raise AgentProtocolError(
+                    f"the agent's response holds more than {limits.max_reply_values} JSON values "
+                    "(max_reply_values)"
+                )
+
+        return AgentTransport(
+            EgressConnector(self.policy, self.resolver),
+            TransportLimits(
+                max_response_bytes=limits.max_reply_bytes, max_idle=max_idle, keepalive_s=limits.keepalive_s
+            ),
+            ssl_context=self._ssl_context,
+            check_body=check_values,
+            large_body_bytes=LARGE_REPLY_BYTES,
         )
 
     def _acquire_slot(self) -> _Slot:
@@ -312,9 +277,7 @@ class WhiteAgentPool:
 
     async def _fetch_and_cache(self, key: CardKey, agent_url: str, headers: AgentHeaders) -> _CachedCard:
         if self._card_http is None:  # its own client: card fetches never queue behind conversations
-            self._card_http = httpx.AsyncClient(
-                timeout=self.limits.card_timeout_s, transport=self._transport(httpx.Limits())
-            )
+            self._card_http = DirectClient(self._transport(max_idle=4), timeout=self.limits.card_timeout_s)
         card = await self._fetch_card(self._card_http, agent_url, headers)
         self._check_endpoints(card)
         entry = _CachedCard(card)

@@ -5,11 +5,11 @@ A URL is checked twice:
 
 * when a request arrives (`url_problem`, `EgressPolicy.url_refusal`): http or https, no user name or password,
   and a literal address the policy refuses is refused at once, before any connection;
-* at connect time, on every address the host name resolves to (`EgressNetworkBackend`): the name is resolved
+* at connect time, on every address the host name resolves to (`EgressConnector`): the name is resolved
   here, every address is checked, and the connection goes to a checked address. A name that resolves to an
   allowed address for the card and to a refused one a moment later (DNS rebinding) is refused on that second
-  connection. TLS is unaffected: httpcore takes the server name (SNI, certificate check) and the Host header
-  from the URL, not from the address connected to.
+  connection. TLS is unaffected: the transport (http1.py) takes the server name (SNI, certificate check) and
+  the Host header from the URL, not from the address connected to.
 
 Some addresses are never reachable whatever the settings: link-local (home of the cloud metadata services;
 169.254.169.254 and fd00:ec2::254 are listed too), unspecified, multicast, broadcast and reserved ones.
@@ -24,19 +24,18 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TypeVar
 from urllib.parse import urlsplit
 
-import httpcore
 import httpx
 
 from green_agent.errors import AgentEgressError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+T = TypeVar("T")
 Resolver = Callable[[str, int], Awaitable[Sequence[IPAddress]]]
 """`(host, port) -> addresses`; tests inject their own to simulate DNS without a network."""
 
@@ -308,73 +307,37 @@ async def agent_address(url: str, resolver: Resolver | None = None) -> str:
     return (await resolve_agent(url, resolver)).key
 
 
-class EgressNetworkBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's network layer with the policy applied to every address, at every new connection."""
+Dial = Callable[[str], Awaitable[T]]
+"""Opens a connection to one address (given as text) that the policy has judged."""
+
+
+class EgressConnector:
+    """Where every connection to an agent is made: the host resolved here, every address judged by the
+    policy, the connection made to a judged address (the first that answers, in resolver order)."""
 
     def __init__(self, policy: EgressPolicy, resolver: Resolver | None = None) -> None:
-        self._policy = policy
+        self.policy = policy
         self._resolve = resolver or resolve
-        self._inner = httpcore.AnyIOBackend()
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+    async def connect(self, host: str, port: int, dial: Dial[T]) -> T:
+        """`dial(address)` for the first judged address that accepts. Raises `AgentEgressError` (nothing
+        dialled) when the policy refuses any address, httpx's `ConnectError` when none can be reached."""
         try:
             addresses = await self._resolve(host, port)
         except OSError as exc:
-            raise httpcore.ConnectError(UNREACHABLE) from exc
+            raise httpx.ConnectError(UNREACHABLE) from exc
         if not addresses:
-            raise httpcore.ConnectError(UNREACHABLE)
-        reason = self._policy.refusal(host, addresses)
+            raise httpx.ConnectError(UNREACHABLE)
+        reason = self.policy.refusal(host, addresses)
         if reason is not None:
             raise AgentEgressError(f"the service may not connect to {_normal_host(host)}: {reason}")
-        last: Exception = httpcore.ConnectError(UNREACHABLE)
+        last: Exception | None = None
         for address in addresses:
             try:
-                return await self._inner.connect_tcp(
-                    str(address),
-                    port,
-                    timeout=timeout,
-                    local_address=local_address,
-                    socket_options=socket_options,
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                return await dial(str(address))
+            except OSError as exc:
                 last = exc
-        raise last
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise AgentEgressError("the service never connects to unix sockets for an agent")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-def egress_transport(
-    policy: EgressPolicy, resolver: Resolver | None, *, ssl_context: ssl.SSLContext, limits: httpx.Limits
-) -> httpx.AsyncHTTPTransport:
-    """An httpx transport whose connections all pass the policy. No proxies (from the environment or
-    otherwise): a proxy would connect on our behalf, past the check."""
-    transport = httpx.AsyncHTTPTransport(verify=ssl_context, limits=limits, trust_env=False)
-    # httpx 0.28 has no parameter for httpcore's network backend, so its pool is rebuilt with the same
-    # settings plus ours (httpx is pinned; tests/engine/test_egress.py fails if this stops working).
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=ssl_context,
-        max_connections=limits.max_connections,
-        max_keepalive_connections=limits.max_keepalive_connections,
-        keepalive_expiry=limits.keepalive_expiry,
-        network_backend=EgressNetworkBackend(policy, resolver),
-    )
-    return transport
+        raise httpx.ConnectError(str(last) or UNREACHABLE) from last
 
 
 def egress_refusal_in(exc: BaseException | None) -> AgentEgressError | None:

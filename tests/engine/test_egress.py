@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-import httpcore
+import httpx
 import pytest
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -25,7 +25,7 @@ from green_agent.models import TrialResult
 from green_agent.reference_agents import serve_app
 from green_agent.white_agent.egress import (
     UNREACHABLE,
-    EgressNetworkBackend,
+    EgressConnector,
     EgressPolicy,
     IPAddress,
     ResolvedAgent,
@@ -62,17 +62,15 @@ class TableResolver:
         return [ip(a) for a in answer]
 
 
-class RecordingBackend(httpcore.AsyncNetworkBackend):
-    """Stands in for the network layer below the policy: records every connection asked for, opens none."""
+class RecordingDial:
+    """Stands in for the network below the policy: records every address it is asked to dial, opens none."""
 
     def __init__(self) -> None:
-        self.attempts: list[tuple[str, int]] = []
+        self.attempts: list[str] = []
 
-    async def connect_tcp(
-        self, host: str, port: int, *args: Any, **kwargs: Any
-    ) -> httpcore.AsyncNetworkStream:
-        self.attempts.append((host, port))
-        raise httpcore.ConnectError("recorded, not connected")
+    async def __call__(self, address: str) -> Any:
+        self.attempts.append(address)
+        raise ConnectionRefusedError("recorded, not connected")
 
 
 @contextlib.asynccontextmanager
@@ -185,17 +183,16 @@ def test_literal_addresses_are_judged_before_any_connection() -> None:
 
 async def test_metadata_address_is_refused_without_a_connection_attempt() -> None:
     resolver = TableResolver({"metadata.test": [["169.254.169.254"]]})
-    backend = EgressNetworkBackend(EgressPolicy(allow_private=True), resolver)
-    network = RecordingBackend()
-    backend._inner = network  # type: ignore[assignment]
+    connector = EgressConnector(EgressPolicy(allow_private=True), resolver)
+    network = RecordingDial()
     for host in ("169.254.169.254", "metadata.test"):
         with pytest.raises(AgentEgressError, match="metadata"):
-            await backend.connect_tcp(host, 80)
+            await connector.connect(host, 80, network)
     assert network.attempts == []
-    # the same backend does ask the network for an allowed address (the recorder is not blind)
-    with pytest.raises(httpcore.ConnectError):
-        await backend.connect_tcp("127.0.0.1", 9)
-    assert network.attempts == [("127.0.0.1", 9)]
+    # the same connector does dial an allowed address (the recorder is not blind)
+    with pytest.raises(httpx.ConnectError):
+        await connector.connect("127.0.0.1", 9, network)
+    assert network.attempts == ["127.0.0.1"]
 
 
 async def test_metadata_agent_url_fails_the_assessment(data: RetailData) -> None:

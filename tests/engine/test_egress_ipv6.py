@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import ipaddress
 
-import httpcore
+import httpx
 import pytest
 
 from green_agent.errors import AgentEgressError
 from green_agent.white_agent.egress import (
-    EgressNetworkBackend,
+    EgressConnector,
     EgressPolicy,
     embedded_ipv4,
     is_global,
     resolve_agent,
 )
-from tests.engine.test_egress import RecordingBackend, TableResolver
+from tests.engine.test_egress import RecordingDial, TableResolver
 
 NO_PRIVATE = EgressPolicy(allow_private=False)
 OPEN = EgressPolicy(allow_private=True)
@@ -77,16 +77,15 @@ async def test_names_resolving_to_the_forms(
 ) -> None:
     resolver = TableResolver({"agent.test": [[address]]})
     for policy, expected in ((NO_PRIVATE, closed), (OPEN, opened)):
-        backend = EgressNetworkBackend(policy, resolver)
-        network = RecordingBackend()
-        backend._inner = network  # type: ignore[assignment]
+        connector = EgressConnector(policy, resolver)
+        network = RecordingDial()
         if expected is None:
-            with pytest.raises(httpcore.ConnectError):  # allowed: the network layer is asked
-                await backend.connect_tcp("agent.test", 80)
-            assert network.attempts == [(str(ipaddress.ip_address(address)), 80)]
+            with pytest.raises(httpx.ConnectError):  # allowed: the network is dialled
+                await connector.connect("agent.test", 80, network)
+            assert network.attempts == [str(ipaddress.ip_address(address))]
         else:
             with pytest.raises(AgentEgressError, match=expected):
-                await backend.connect_tcp("agent.test", 80)
+                await connector.connect("agent.test", 80, network)
             assert network.attempts == []
     agent = await resolve_agent("http://agent.test/", resolver)
     assert agent.public is False  # a public agent's card may not lead to it either

@@ -211,9 +211,16 @@ def _say(text: str) -> Reply:
 
 
 def _call_a_tool_then(then: Callable[[], object]) -> Reply:
-    """Answers with a tool call (so the trial needs another exchange), after calling `then`."""
+    """Answers its first message with a tool call (so the trial needs another exchange), after calling
+    `then`; never answers again (the server is stopping: a fast client may get more messages in before it
+    stops, and those must not be answered either)."""
+    answered = False
 
     async def reply(incoming: Incoming, context: RequestContext, queue: EventQueue) -> None:
+        nonlocal answered
+        if answered:
+            await asyncio.Event().wait()  # until the stopping server cancels it
+        answered = True
         then()
         parts = call_parts(incoming.structured, "no_such_tool", {})
         await queue.enqueue_event(agent_message(parts, context.context_id))

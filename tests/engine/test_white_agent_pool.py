@@ -27,15 +27,15 @@ from tests.support.agents import FunctionExecutor, serve_executor
 
 
 def _ssl_context_of(client: httpx.AsyncClient) -> ssl.SSLContext:
-    # httpx keeps the context on its connection pool, behind the pool's bounded transport; there is no
-    # public accessor.
-    context = client._transport._inner._pool._ssl_context  # type: ignore[attr-defined]
+    # The transport builds its TLS context on its first https connection; there is no public accessor.
+    context = client._transport._ssl_context()  # type: ignore[attr-defined]
     assert isinstance(context, ssl.SSLContext)
     return context
 
 
 async def test_pool_clients_share_one_tls_context(data: RetailData) -> None:
-    """Building a TLS context loads the whole CA bundle (~1 MB); one per pool, not one per HTTP client."""
+    """Building a TLS context loads the whole CA bundle (~1 MB): none for plain-http agents, and one per
+    pool, not one per HTTP client."""
     pool = WhiteAgentPool(ClientLimits(conversations_per_client=1))
     try:
         async with serve_reference_agent("oracle", data=data) as url, contextlib.AsyncExitStack() as stack:
@@ -44,6 +44,7 @@ async def test_pool_clients_share_one_tls_context(data: RetailData) -> None:
             clients = [slot.http for slot in pool._slots]
             assert len(clients) == 3
             assert pool._card_http is not None
+            assert pool._ssl is None  # http only so far: no CA bundle loaded
             contexts = {id(_ssl_context_of(c)) for c in [*clients, pool._card_http]}
             assert len(contexts) == 1
     finally:
@@ -51,7 +52,7 @@ async def test_pool_clients_share_one_tls_context(data: RetailData) -> None:
 
 
 def test_default_conversations_per_client_is_small() -> None:
-    """httpcore scans a client's whole connection pool per request; small clients keep that scan short."""
+    """A client keeps at most this many idle connections; small clients keep connections few per client."""
     from green_agent import EngineSettings
 
     assert ClientLimits().conversations_per_client == EngineSettings().conversations_per_client == 4
