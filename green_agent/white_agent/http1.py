@@ -78,6 +78,7 @@ class _Connection(asyncio.Protocol):
         self._received = 0
         self._headers_done = False
         self._framed = False  # Content-Length or chunked: the end is known without the connection closing
+        self._keep_alive = False
         self.complete = False
 
     # -- asyncio.Protocol ----------------------------------------------------------------------------------
@@ -145,6 +146,7 @@ class _Connection(asyncio.Protocol):
         if self.complete:
             return
         self.status = self._parser.get_status_code()
+        self._keep_alive = bool(self._parser.should_keep_alive())  # llhttp's answer is reliable only here
         self._headers_done = True
         for name, value in self.headers:
             lowered = name.lower()
@@ -190,7 +192,7 @@ class _Connection(asyncio.Protocol):
     def reusable(self) -> bool:
         if not self.complete or self.closed or self._out_of_turn:
             return False
-        return bool(self._parser.should_keep_alive())
+        return self._keep_alive
 
     async def exchange(self, request: bytes, timeouts: dict[str, float | None]) -> None:
         """Send `request` and wait until its response is complete (or failed)."""
