@@ -1,0 +1,102 @@
+"""HTTP client cost per request to a white agent: httpx's own stack against the service's (`http1.py`).
+
+The oracle white agent runs in a child process (`bench.white_agent`); each client POSTs the same small
+JSON-RPC request to it (the agent answers with a short JSON-RPC error, so its own work is tiny) `--requests`
+times, one after another and then `--concurrency` at a time. Printed: this process's CPU per request
+(getrusage, so the client's whole cost: event loop included), which is what an A2A turn pays for HTTP.
+
+    .venv/bin/python -m bench.http_client
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable
+
+import httpx
+import uvloop
+
+from bench.procstats import self_cpu_seconds
+from bench.tables import print_table
+from bench.white_agent import white_agent_process
+from green_agent.white_agent.egress import EgressConnector, EgressPolicy
+from green_agent.white_agent.http1 import AgentTransport, DirectClient, TransportLimits
+
+BODY = json.dumps(
+    {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"parts": [{"text": "hi"}]}}}
+).encode()
+
+
+def httpx_default() -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=60.0)
+
+
+def service_client() -> httpx.AsyncClient:
+    transport = AgentTransport(
+        EgressConnector(EgressPolicy()),
+        TransportLimits(max_response_bytes=1 << 20, max_idle=64),
+        ssl_context=httpx.create_ssl_context,
+    )
+    return DirectClient(transport, timeout=60.0)
+
+
+CLIENTS: dict[str, Callable[[], httpx.AsyncClient]] = {
+    "httpx.AsyncClient (httpcore, anyio, h11)": httpx_default,
+    "DirectClient + AgentTransport (asyncio, llhttp)": service_client,
+}
+
+
+async def _cpu_per_request(client: httpx.AsyncClient, url: str, requests: int, concurrency: int) -> float:
+    async def one() -> None:
+        response = await client.post(url, content=BODY, headers={"content-type": "application/json"})
+        response.raise_for_status()
+
+    async def worker(count: int) -> None:
+        for _ in range(count):
+            await one()
+
+    await asyncio.gather(*(worker(20) for _ in range(concurrency)))  # warm up: connections open
+    started = self_cpu_seconds()
+    await asyncio.gather(*(worker(requests // concurrency) for _ in range(concurrency)))
+    return (self_cpu_seconds() - started) / (requests // concurrency * concurrency)
+
+
+async def measure(requests: int, concurrency: int, rounds: int) -> list[list[str]]:
+    rows = []
+    async with white_agent_process("oracle") as white:
+        results: dict[tuple[str, int], list[float]] = {}
+        for _ in range(rounds):  # alternated, so that a busy moment of the machine hits both
+            for name, make in CLIENTS.items():
+                for parallel in (1, concurrency):
+                    async with make() as client:
+                        cost = await _cpu_per_request(client, white.url, requests, parallel)
+                    results.setdefault((name, parallel), []).append(cost)
+        for (name, parallel), costs in results.items():
+            costs.sort()
+            rows.append([name, str(parallel), f"{1e6 * costs[len(costs) // 2]:.0f}"])
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    rows = uvloop.run(measure(args.requests, args.concurrency, args.rounds))
+    print_table(
+        f"HTTP client CPU per request to the oracle white agent ({args.requests} requests per row, median of "
+        f"{args.rounds} alternated rounds, {time.monotonic() - started:.0f} s)",
+        ["client", "requests in flight", "client CPU us / request"],
+        rows,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
