@@ -71,19 +71,26 @@ QUEUE_SIZE = 10_000
 """Events one subscriber may have waiting (GREEN_AGENT_STREAM_QUEUE_EVENTS sets the service's)."""
 
 
-class Subscription:
-    """One reader's bounded queue. `accept` filters what is queued at all (a reader that shows only trial
-    ends does not hold turns)."""
+EventKinds = tuple[type[HubEvent], ...]
+STATUS_ONLY: EventKinds = (StatusChanged,)
+PROGRESS_ONLY: EventKinds = (StatusChanged, TrialDone)
+"""What moves a progress count: status changes and finished trials (turns and trial starts do not)."""
+PER_TURN: EventKinds = (TurnTaken, TrialStarted)
+"""The events published on every turn: they cross processes only for subscriptions that take them."""
 
-    def __init__(
-        self, queue_size: int = QUEUE_SIZE, accept: Callable[[HubEvent], bool] | None = None
-    ) -> None:
+
+class Subscription:
+    """One reader's bounded queue. `accept` (event classes; None = all) filters what is queued at all: a
+    reader that shows only trial ends does not hold turns, and does not make other processes send them."""
+
+    def __init__(self, queue_size: int = QUEUE_SIZE, accept: EventKinds | None = None) -> None:
         self.queue: asyncio.Queue[HubEvent] = asyncio.Queue(max(1, queue_size))
         self.lagged = False
         self._accept = accept
+        self.follows_turns = accept is None or any(issubclass(kind, PER_TURN) for kind in accept)
 
     def offer(self, event: HubEvent) -> None:
-        if self.lagged or (self._accept is not None and not self._accept(event)):
+        if self.lagged or (self._accept is not None and not isinstance(event, self._accept)):
             return
         try:
             self.queue.put_nowait(event)
@@ -107,12 +114,15 @@ class ProgressHub:
     def __init__(self, queue_size: int = QUEUE_SIZE) -> None:
         self.queue_size = queue_size
         self._subscribers: dict[str, set[Subscription]] = defaultdict(set)
-        # Told (assessment id, True) when an assessment gets its first subscriber here, False when its last
-        # one leaves: the relay announces it, so other processes send its turns here only while needed.
+        # Subscriptions that take per-turn events, by assessment. Listeners are told (assessment id, True)
+        # when an assessment gets its first such subscription here, False when its last one leaves: the relay
+        # announces it, so other processes send its turns here only while needed.
+        self._turn_followers: dict[str, int] = {}
         self.watch_listeners: list[Callable[[str, bool], None]] = []
 
     def watched(self) -> list[str]:
-        return list(self._subscribers)
+        """Assessments whose turns some subscription here follows."""
+        return list(self._turn_followers)
 
     def publish(self, assessment_id: str, event: HubEvent) -> None:
         for subscription in list(self._subscribers.get(assessment_id, ())):
@@ -124,14 +134,12 @@ class ProgressHub:
         assessment_id: str,
         *,
         queue_size: int | None = None,
-        accept: Callable[[HubEvent], bool] | None = None,
+        accept: EventKinds | None = None,
     ) -> AsyncIterator[Subscription]:
         subscription = Subscription(self.queue_size if queue_size is None else queue_size, accept)
-        first = assessment_id not in self._subscribers
         self._subscribers[assessment_id].add(subscription)
-        if first:
-            for listener in self.watch_listeners:
-                listener(assessment_id, True)
+        if subscription.follows_turns:
+            self._follow_turns(assessment_id, +1)
         try:
             yield subscription
         finally:
@@ -140,8 +148,18 @@ class ProgressHub:
                 subscribers.discard(subscription)
                 if not subscribers:
                     del self._subscribers[assessment_id]
-                    for listener in self.watch_listeners:
-                        listener(assessment_id, False)
+            if subscription.follows_turns:
+                self._follow_turns(assessment_id, -1)
+
+    def _follow_turns(self, assessment_id: str, change: int) -> None:
+        count = self._turn_followers.get(assessment_id, 0) + change
+        if count > 0:
+            self._turn_followers[assessment_id] = count
+        else:
+            self._turn_followers.pop(assessment_id, None)
+        if (change > 0 and count == 1) or count == 0:
+            for listener in self.watch_listeners:
+                listener(assessment_id, count > 0)
 
 
 CHANNEL = "green_agent_progress"
@@ -210,7 +228,7 @@ class EventRelay:
         self.hub.publish(assessment_id, event)
         # Per-turn events (most of them) cross processes only while another process follows the assessment;
         # trial and status events always do (few, and what `wait` and progress counts rely on).
-        if isinstance(event, TurnTaken | TrialStarted) and not self._wanted_elsewhere(assessment_id):
+        if isinstance(event, PER_TURN) and not self._wanted_elsewhere(assessment_id):
             return
         self._send(self._prefix + "e " + _payload(assessment_id, event))
 

@@ -40,7 +40,16 @@ from api.db.repository import (
     RunnerLease,
 )
 from api.db.tables import DEFAULT_TENANT
-from api.events import EventSink, HubEvent, Lagged, ProgressHub, StatusChanged, Subscription, TrialDone
+from api.events import (
+    STATUS_ONLY,
+    EventKinds,
+    EventSink,
+    Lagged,
+    ProgressHub,
+    StatusChanged,
+    Subscription,
+    TrialDone,
+)
 from api.logs import trial_context
 from api.metrics import TurnClock, agent_host
 from api.queue import TrialQueue, is_transient
@@ -669,7 +678,7 @@ class AssessmentService:
 
     async def wait(self, assessment_id: str) -> AssessmentRecord:
         """Wait until the assessment is finished (by any process) and return its stored state."""
-        async with self.subscribe(assessment_id, accept=is_status) as subscription:
+        async with self.subscribe(assessment_id, accept=STATUS_ONLY) as subscription:
             while True:
                 record = await self.get(assessment_id)
                 if record.finished:
@@ -694,18 +703,9 @@ class AssessmentService:
         assessment_id: str,
         *,
         queue_size: int | None = None,
-        accept: Callable[[HubEvent], bool] | None = None,
+        accept: EventKinds | None = None,
     ) -> contextlib.AbstractAsyncContextManager[Subscription]:
         return self.hub.subscribe(assessment_id, queue_size=queue_size, accept=accept)
-
-
-def is_status(event: HubEvent) -> bool:
-    return isinstance(event, StatusChanged)
-
-
-def is_progress(event: HubEvent) -> bool:
-    """A status change or a finished trial: what moves a progress count (turns and trial starts do not)."""
-    return isinstance(event, StatusChanged | TrialDone)
 
 
 async def _until_terminal(subscription: Subscription) -> None:

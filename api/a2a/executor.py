@@ -24,10 +24,9 @@ from api.a2a.request import RequestError, parse_request, redact_text
 from api.a2a.result import RESULT_ARTIFACT, result_parts
 from api.a2a.tenancy import owner_context, principal_of
 from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord, IdempotencyConflict
-from api.events import Lagged, StatusChanged, Subscription, TrialDone
+from api.events import PROGRESS_ONLY, Lagged, StatusChanged, Subscription, TrialDone
 from api.quotas import QuotaExceeded
 from api.request_limits import short
-from api.service import is_progress
 from green_agent.config import ConfigError
 
 if TYPE_CHECKING:
@@ -162,7 +161,7 @@ class AssessmentExecutor(AgentExecutor):
         intro = f"Assessment {record.id} started: {record.trials_total} trials."
         if record.warnings:
             intro += " " + " ".join(record.warnings)
-        async with service.subscribe(record.id, accept=is_progress) as subscription:
+        async with service.subscribe(record.id, accept=PROGRESS_ONLY) as subscription:
             await service.start(record)
             await updater.start_work(message=updater.new_agent_message([Part(text=intro)]))
             # Subscribed before starting, so no event is missed; an assessment that already ended (a replayed

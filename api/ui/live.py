@@ -22,8 +22,8 @@ from pydantic import BaseModel
 from sse_starlette import ServerSentEvent
 
 from api.db.repository import TERMINAL, AssessmentRepository
-from api.events import HubEvent, Lagged, StatusChanged, Subscription, TrialDone
-from api.service import AssessmentService, is_progress
+from api.events import PROGRESS_ONLY, HubEvent, Lagged, StatusChanged, Subscription, TrialDone
+from api.service import AssessmentService
 from api.ui import views
 
 QUEUE_EVENTS = 256
@@ -89,7 +89,7 @@ async def progress_stream(
     async with contextlib.AsyncExitStack() as stack:
         subscriptions = {
             i: await stack.enter_async_context(
-                service.subscribe(i, queue_size=queue_events, accept=is_progress)
+                service.subscribe(i, queue_size=queue_events, accept=PROGRESS_ONLY)
             )
             for i in ids
         }

@@ -8,7 +8,7 @@ import asyncio
 
 import psycopg
 
-from api.events import CHANNEL, EventRelay, ProgressHub, TrialDone
+from api.events import CHANNEL, PROGRESS_ONLY, STATUS_ONLY, EventRelay, ProgressHub, TrialDone
 from api.queue import QueueSettings, TrialQueue, psycopg_conninfo
 from green_agent.models import TranscriptMessage, TurnTaken
 
@@ -63,6 +63,18 @@ async def test_turns_cross_processes_only_while_followed_there(pg_database: str)
             publisher.publish("a1", turn(2))
             await drain()
             assert "e" not in seen
+            # Subscriptions that take only status or progress (a run's wait, the A2A task relay, /ui/live) do
+            # not follow turns: no announcement, and the turns stay in their process.
+            async with (
+                follower.hub.subscribe("a1", accept=STATUS_ONLY),
+                follower.hub.subscribe("a1", accept=PROGRESS_ONLY) as progress,
+            ):
+                await asyncio.sleep(0.5)
+                publisher.publish("a1", turn(3))
+                publisher.publish("a1", done)
+                assert await asyncio.wait_for(progress.queue.get(), 5) == done
+                await drain()
+                assert seen == ["e"]  # the trial's end only
         finally:
             for task in running:
                 task.cancel()
