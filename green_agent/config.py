@@ -121,7 +121,7 @@ class EngineSettings(BaseModel):
         default=4,
         ge=1,
         le=256,
-        description="White-agent conversations sharing one HTTP client (httpcore slows down with many).",
+        description="White-agent conversations sharing one HTTP client (and its idle connections).",
     )
     normalize_ids: bool = Field(
         default=False, description="Tolerant id lookup in the tools (off = upstream parity)."
