@@ -214,7 +214,11 @@ class WhiteAgentPool:
             pool=limits.read_timeout_s,
         )
         # A conversation has at most one request in flight, so this many connections always suffice.
-        http = DirectClient(self._transport(limits.conversations_per_client), timeout=timeout)
+        http = DirectClient(
+            self._transport(limits.conversations_per_client),
+            timeout=timeout,
+            parsed_urls=2 * limits.card_cache_entries,  # a card's endpoints, of every cached card
+        )
         config = ClientConfig(
             httpx_client=http,
             streaming=False,  # one answer per message; the turn timeout bounds it

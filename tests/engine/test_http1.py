@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
@@ -190,3 +191,19 @@ async def test_cookies_set_by_an_agent_are_not_sent_back() -> None:
         await http.get(url)
     assert b"cookie" not in server.requests[1].lower()
     assert not http.cookies
+
+
+async def test_parsed_urls_are_bounded_and_relative_urls_refused() -> None:
+    async with scripted(*[ok()] * 5) as server, client() as http:
+        http._parsed = functools.lru_cache(maxsize=2)(http._parsed.__wrapped__)  # the bound, small
+        urls = [f"http://127.0.0.1:{server.port}/{n}" for n in range(3)]
+        for url in [urls[0], urls[1], urls[0]]:
+            await http.get(url)
+        assert http._parsed.cache_info().hits == 1  # the repeated URL was not parsed again
+        await http.get(urls[2])  # one past the bound: the least recently used (urls[1]) goes
+        assert http._parsed.cache_info().currsize == 2
+        misses = http._parsed.cache_info().misses
+        await http.get(urls[1])
+        assert http._parsed.cache_info().misses == misses + 1
+        with pytest.raises(httpx.InvalidURL, match="not an absolute URL"):
+            http.build_request("POST", "/relative", json={})
