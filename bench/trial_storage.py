@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 import uvloop
 
 from api.queue import QueueSettings, TrialQueue
-from bench.harness import engine_settings, fresh_database, green_agent_service, run_measured
+from bench.harness import DatabaseKind, engine_settings, fresh_database, green_agent_service, run_measured
 from bench.procstats import machine_busy_seconds
 from bench.white_agent import white_agent_process
 from green_agent import AssessmentConfig, TaskSelection, TrialResult
@@ -38,7 +38,7 @@ async def _cpu_per_call(operation: Operation, calls: int, offset: int) -> float:
 async def _enqueue_cost(database_url: str, calls: int) -> float:
     """CPU per `enqueue` of one job (a queue without a worker: nothing runs them)."""
     queue = TrialQueue(database_url, QueueSettings())
-    queue.register(lambda *args: asyncio.sleep(0))  # type: ignore[arg-type,return-value]
+    queue.register(lambda *args: asyncio.sleep(0))
     await queue.open()
     try:
         await queue.enqueue("warm-up", [("t", 0)])
@@ -62,7 +62,7 @@ async def _procrastinate_job_cost(database_url: str, jobs: int) -> float:
         if count == jobs:
             done.set()
 
-    queue.register(handler)  # type: ignore[arg-type]
+    queue.register(handler)
     await queue.open()
     try:
         await queue.enqueue("a", [(f"t{i}", 0) for i in range(32)])
@@ -78,7 +78,7 @@ async def _procrastinate_job_cost(database_url: str, jobs: int) -> float:
     return cost
 
 
-async def measure(kind: str, calls: int, rounds: int) -> dict[str, list[float]]:
+async def measure(kind: DatabaseKind, calls: int, rounds: int) -> dict[str, list[float]]:
     data = await asyncio.to_thread(load_retail_data)
     results: dict[str, list[float]] = {}
     async with white_agent_process("oracle") as white:
@@ -117,7 +117,7 @@ async def measure(kind: str, calls: int, rounds: int) -> dict[str, list[float]]:
                 "repository.trial_stored": lambda i: repo.trial_stored(aid, "x", i),
                 f"save_trial ({len(sample.transcript)} messages)": save,
             }
-            for name, operation in operations.items():  # warm-up: compiled statements, pools
+            for operation in operations.values():  # warm-up: compiled statements, pools
                 await operation(len(keys) - 1)
             for r in range(rounds):
                 for name, operation in operations.items():
@@ -139,7 +139,7 @@ async def measure(kind: str, calls: int, rounds: int) -> dict[str, list[float]]:
     return results
 
 
-async def main(kinds: list[str], calls: int, rounds: int) -> None:
+async def main(kinds: list[DatabaseKind], calls: int, rounds: int) -> None:
     busy_before, wall_before = machine_busy_seconds(), time.monotonic()
     table: dict[str, dict[str, float]] = {}
     for kind in kinds:
@@ -159,5 +159,5 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    kinds: list[DatabaseKind] = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     uvloop.run(main(kinds, args.calls, args.rounds))

@@ -17,6 +17,7 @@ from api.db.repository import (
     AssessmentRepository,
     IdempotencyConflict,
     NewAssessment,
+    TrialJobState,
 )
 from green_agent.models import (
     AssessmentReport,
@@ -102,6 +103,26 @@ async def test_trial_round_trip_and_no_double_count(repo: AssessmentRepository) 
     assert [t.trial for t in await repo.trial_results(record.id)] == [0, 1]
     summaries, total = await repo.list_trials(record.id)
     assert total == 2 and summaries[1].reward is None
+
+
+async def test_trial_job_state_says_status_and_whether_that_trial_is_stored(
+    repo: AssessmentRepository,
+) -> None:
+    """A trial job's one opening read: the assessment's status and whether this very trial (not another of
+    the same task, nor of another assessment) is stored already."""
+    record, _ = await repo.create(new())
+    other, _ = await repo.create(new())
+    assert await repo.trial_job_state(record.id, "7", 0) == TrialJobState("queued", stored=False)
+    await repo.mark_running(record.id)
+    assert await repo.save_trial(record.id, trial("7", 0)) == 1
+    assert await repo.save_trial(other.id, trial("7", 1)) == 1
+    assert await repo.trial_job_state(record.id, "7", 0) == TrialJobState(RUNNING, stored=True)
+    assert await repo.trial_job_state(record.id, "7", 1) == TrialJobState(RUNNING, stored=False)
+    assert await repo.trial_job_state(record.id, "8", 0) == TrialJobState(RUNNING, stored=False)
+    await repo.finish(record.id, COMPLETED)
+    finished = await repo.trial_job_state(record.id, "7", 1)
+    assert finished is not None and finished.finished and not finished.stored
+    assert await repo.trial_job_state("no-such-assessment", "7", 0) is None
 
 
 async def test_transcript_longer_than_one_insert_is_stored_whole_and_in_order(
