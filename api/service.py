@@ -425,16 +425,25 @@ class AssessmentService:
 
     # -- running one trial (a queue job, on any worker process) ------------------------------------------
 
-    async def _open(self, record: AssessmentRecord) -> _Opened:
-        """The assessment opened on this process's engine (once; concurrent jobs share the opening)."""
-        opening = self._opened.get(record.id)
-        if opening is None or (opening.done() and opening.exception() is not None):
+    def _opening(self, assessment_id: str) -> asyncio.Task[_Opened] | None:
+        """The assessment's opening in this process (done or under way), unless there is none or it failed.
+        What it holds (config, order, bounds) never changes once the assessment is stored."""
+        opening = self._opened.get(assessment_id)
+        if opening is None or (opening.done() and (opening.cancelled() or opening.exception() is not None)):
+            return None
+        self._opened.move_to_end(assessment_id)
+        return opening
+
+    def _open(self, record: AssessmentRecord) -> asyncio.Task[_Opened]:
+        """The assessment opening on this process's engine (once; concurrent jobs share the opening)."""
+        opening = self._opening(record.id)
+        if opening is None:
             opening = asyncio.create_task(self._open_now(record), name=f"open assessment {record.id}")
             self._opened[record.id] = opening
+            self._opened.move_to_end(record.id)
             while len(self._opened) > OPEN_ASSESSMENTS:
                 self._opened.popitem(last=False)
-        self._opened.move_to_end(record.id)
-        return await asyncio.shield(opening)
+        return opening
 
     async def _open_now(self, record: AssessmentRecord) -> _Opened:
         config = _config_of(record)
@@ -491,16 +500,26 @@ class AssessmentService:
                 raise
 
     async def _run_trial(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
-        record = await self.repository.get(assessment_id)
-        if record is None or record.finished:
+        # One light read per job (status, and whether this trial is stored); the whole record only when the
+        # assessment is not opened in this process yet, or for the rare top-up below.
+        state = await self.repository.trial_job_state(assessment_id, task_id, trial)
+        if state is None or state.finished:
             return
-        if await self.repository.trial_stored(assessment_id, task_id, trial):
+        if state.stored:
             # Stored by an earlier run of this job whose worker died before acknowledging it (and maybe before
             # queueing the next trials).
-            await self._top_up(record, ending=(task_id, trial))
+            record = await self.repository.get(assessment_id)
+            if record is not None and not record.finished:
+                await self._top_up(record, ending=(task_id, trial))
             return
+        opening = self._opening(assessment_id)
+        if opening is None:
+            record = await self.repository.get(assessment_id)
+            if record is None or record.finished:
+                return
+            opening = self._open(record)
         try:
-            opened = await self._open(record)
+            opened = await asyncio.shield(opening)
             try:
                 result = await opened.run.run_trial(task_id, trial)
             except FirstContactFailed as failure:

@@ -18,7 +18,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Float, Table, bindparam, case, func, insert, or_, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Table,
+    bindparam,
+    case,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
@@ -136,6 +149,19 @@ class RunnerLease:
         except OSError:  # alive, someone else's
             return False
         return False
+
+
+@dataclass(frozen=True)
+class TrialJobState:
+    """What a trial job reads before it runs its trial: the assessment's status and whether that trial is
+    stored already."""
+
+    status: str
+    stored: bool
+
+    @property
+    def finished(self) -> bool:
+        return self.status in TERMINAL
 
 
 @dataclass(frozen=True)
@@ -336,6 +362,19 @@ _COUNT_TRIAL_AND_TIME = _COUNT_TRIAL.values(
         (AssessmentRow.run_seconds > _RUN_SECONDS, AssessmentRow.run_seconds), else_=_RUN_SECONDS
     )
 )
+
+# A trial job's opening read, one Core statement (the ORM `get` and a separate existence query cost twice the
+# CPU; docs/benchmarks.md, "Turn cost").
+_TRIAL_JOB_STATE = select(
+    AssessmentRow.status,
+    exists()
+    .where(
+        _TRIALS.c.assessment_id == bindparam("assessment"),
+        _TRIALS.c.task_id == bindparam("task_id"),
+        _TRIALS.c.trial == bindparam("trial"),
+    )
+    .label("stored"),
+).where(AssessmentRow.id == bindparam("assessment"))
 
 
 class AssessmentRepository:
@@ -624,6 +663,14 @@ class AssessmentRepository:
                 select(_TRIALS.c.task_id, _TRIALS.c.trial).where(_TRIALS.c.assessment_id == assessment_id)
             )
             return [(task_id, trial) for task_id, trial in rows]
+
+    async def trial_job_state(self, assessment_id: str, task_id: str, trial: int) -> TrialJobState | None:
+        """The assessment's status and whether this trial of it is stored; None when there is no such
+        assessment."""
+        parameters = {"assessment": assessment_id, "task_id": task_id, "trial": trial}
+        async with self._engine.connect() as connection:
+            row = (await connection.execute(_TRIAL_JOB_STATE, parameters)).first()
+        return TrialJobState(row.status, bool(row.stored)) if row is not None else None
 
     async def trial_stored(self, assessment_id: str, task_id: str, trial: int) -> bool:
         async with self._engine.connect() as connection:

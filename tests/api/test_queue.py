@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import procrastinate
 import pytest
 from procrastinate.exceptions import AlreadyEnqueued
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -85,3 +86,49 @@ def test_transient_storage_errors_are_told_apart() -> None:
     assert is_transient(OperationalError("SELECT 1", {}, DriverError("08006")))
     assert not is_transient(error("23505"))  # a unique violation will not pass by waiting
     assert not is_transient(ValueError("a bug"))
+
+
+async def test_queue_connections_autocommit_and_exclusive_still_excludes(pg_database: str) -> None:
+    """PostgreSQL: pooled queue connections run in autocommit (each procrastinate query is one statement), so
+    a defer is not wrapped in BEGIN/COMMIT; `exclusive` still holds a transaction, and with it the advisory
+    lock, until its block ends: a second `exclusive` of the same assessment waits for the first."""
+    engine = create_engine(pg_database)
+    try:
+        await upgrade(engine)
+    finally:
+        await engine.dispose()
+    queue = TrialQueue(pg_database, QueueSettings(pool_size=3))
+    queue.register(lambda *args: None)  # type: ignore[arg-type]
+    await queue.open()
+    try:
+        assert isinstance(queue.connector, procrastinate.PsycopgConnector)
+        async with queue.connector.pool.connection() as connection:
+            assert connection.autocommit
+        order: list[str] = []
+
+        async def hold(name: str, seconds: float) -> None:
+            async with queue.exclusive(A) as connection:
+                assert connection.info.transaction_status.name == "INTRANS"
+                order.append(f"{name} in")
+                await asyncio.sleep(seconds)
+                await queue.enqueue(A, [(name, 0)], connection)
+                order.append(f"{name} out")
+
+        # Two processes' worth of callers: the process-local lock is bypassed by a second queue object.
+        other = TrialQueue(pg_database, QueueSettings(pool_size=3))
+        other.register(lambda *args: None)  # type: ignore[arg-type]
+        await other.open()
+        try:
+
+            async def hold_other() -> None:
+                await asyncio.sleep(0.05)
+                async with other.exclusive(A):
+                    order.append("other in")
+
+            await asyncio.gather(hold("first", 0.3), hold_other())
+        finally:
+            await other.close()
+        assert order == ["first in", "first out", "other in"]
+        assert await queue.queued_trials(A) == {("first", 0)}
+    finally:
+        await queue.close()

@@ -5,8 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
+import aiosqlite
 import pytest
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
@@ -17,7 +22,9 @@ from api.db.repository import (
     AssessmentRepository,
     IdempotencyConflict,
     NewAssessment,
+    TrialJobState,
 )
+from api.db.tables import AssessmentRow
 from green_agent.models import (
     AssessmentReport,
     NLVerdict,
@@ -102,6 +109,26 @@ async def test_trial_round_trip_and_no_double_count(repo: AssessmentRepository) 
     assert [t.trial for t in await repo.trial_results(record.id)] == [0, 1]
     summaries, total = await repo.list_trials(record.id)
     assert total == 2 and summaries[1].reward is None
+
+
+async def test_trial_job_state_says_status_and_whether_that_trial_is_stored(
+    repo: AssessmentRepository,
+) -> None:
+    """A trial job's one opening read: the assessment's status and whether this very trial (not another of
+    the same task, nor of another assessment) is stored already."""
+    record, _ = await repo.create(new())
+    other, _ = await repo.create(new())
+    assert await repo.trial_job_state(record.id, "7", 0) == TrialJobState("queued", stored=False)
+    await repo.mark_running(record.id)
+    assert await repo.save_trial(record.id, trial("7", 0)) == 1
+    assert await repo.save_trial(other.id, trial("7", 1)) == 1
+    assert await repo.trial_job_state(record.id, "7", 0) == TrialJobState(RUNNING, stored=True)
+    assert await repo.trial_job_state(record.id, "7", 1) == TrialJobState(RUNNING, stored=False)
+    assert await repo.trial_job_state(record.id, "8", 0) == TrialJobState(RUNNING, stored=False)
+    await repo.finish(record.id, COMPLETED)
+    finished = await repo.trial_job_state(record.id, "7", 1)
+    assert finished is not None and finished.finished and not finished.stored
+    assert await repo.trial_job_state("no-such-assessment", "7", 0) is None
 
 
 async def test_transcript_longer_than_one_insert_is_stored_whole_and_in_order(
@@ -205,3 +232,71 @@ async def test_what_the_web_ui_reads(repo: AssessmentRepository) -> None:
     assert summaries[0].signals == (
         {"name": "DB_STATE_MATCH", "passed": True, "counts": True, "detail": "hash matched"},
     )
+
+
+async def _in_transaction(connection: AsyncConnection) -> bool:
+    driver: Any = (await connection.get_raw_connection()).driver_connection
+    return (
+        bool(driver.in_transaction)
+        if isinstance(driver, aiosqlite.Connection)
+        else driver.is_in_transaction()
+    )
+
+
+async def test_a_connection_returned_inside_a_transaction_is_rolled_back(database_url: str) -> None:
+    """Connections go back to the pool rolled back when a transaction is open, and (SQLite) without a
+    needless rollback otherwise (`IdleRollbackDialect`, which asks sqlite3 first)."""
+    engine = create_engine(database_url)
+    try:
+        await upgrade(engine)
+        repo = AssessmentRepository(engine)
+        record, _ = await repo.create(new())
+        failed = update(AssessmentRow).where(AssessmentRow.id == record.id).values(status="failed")
+        async with engine.connect() as connection:  # a write never committed
+            await connection.execute(failed)
+            assert await _in_transaction(connection)
+        async with engine.connect() as connection:  # the same pooled connection: rolled back, nothing open
+            assert not await _in_transaction(connection)
+            status = select(AssessmentRow.status).where(AssessmentRow.id == record.id)
+            assert (await connection.execute(status)).scalar_one() == "queued"
+        await repo.mark_running(record.id)  # a commit, then back to the pool
+        async with engine.connect() as connection:
+            assert not await _in_transaction(connection)
+            assert (await connection.execute(status)).scalar_one() == RUNNING
+    finally:
+        await engine.dispose()
+
+
+async def test_sqlite_rolls_back_only_what_is_open(tmp_path: Path) -> None:
+    """SQLite: a read or a committed write goes back to the pool without a rollback (each one a round trip
+    to aiosqlite's thread), while a transaction left open by the driver itself is still rolled back by the
+    pool's reset."""
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}")
+    try:
+        await upgrade(engine)
+        repo = AssessmentRepository(engine)
+        record, _ = await repo.create(new())
+        async with engine.connect() as connection:
+            driver: Any = (await connection.get_raw_connection()).driver_connection
+        assert type(driver) is aiosqlite.Connection
+        rollbacks = 0
+        rollback = driver.rollback
+
+        async def counted() -> None:
+            nonlocal rollbacks
+            rollbacks += 1
+            await rollback()
+
+        driver.rollback = counted  # type: ignore[method-assign]
+        assert await repo.get(record.id) is not None
+        await repo.mark_running(record.id)
+        assert rollbacks == 0
+        async with engine.connect() as connection:
+            assert id((await connection.get_raw_connection()).driver_connection) == id(driver)
+            await driver.execute("UPDATE assessments SET status = 'failed' WHERE id = ?", (record.id,))
+            assert driver.in_transaction
+        assert rollbacks == 1 and not driver.in_transaction
+        current = await repo.get(record.id)
+        assert current is not None and current.status == RUNNING
+    finally:
+        await engine.dispose()
