@@ -1,0 +1,49 @@
+"""What a process keeps in memory: imports it does not need stay lazy, and what a finished trial leaves behind
+is bounded (docs/benchmarks.md, "Turn cost", Memory)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+SERVICE_WITHOUT_LLM = textwrap.dedent(
+    """
+    import asyncio, sys
+
+    import api.app, api.cli, api.worker
+    from api.runtime import open_runtime
+    from api.settings import Settings
+
+    async def main() -> None:
+        settings = Settings(database_url=sys.argv[1])
+        async with open_runtime(settings) as runtime:
+            assert runtime.worker_running
+    asyncio.run(main())
+    print("openai" in sys.modules)
+    from green_agent.config import LLMEndpoint
+    from green_agent.llm import ChatLLM
+    ChatLLM(LLMEndpoint(model="m", base_url="http://127.0.0.1:9/v1"))
+    print("openai" in sys.modules)
+    """
+)
+
+
+def test_the_service_without_llms_never_imports_openai(tmp_path: Path) -> None:
+    """openai costs ~18 MiB of RSS: a service whose customers are scripted and which has no judge (the
+    defaults) opens its runtime, worker included, without it; the first LLM client imports it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GREEN_AGENT_", "OPENAI_", "DATABASE_"))}
+    out = subprocess.run(
+        [sys.executable, "-c", SERVICE_WITHOUT_LLM, f"sqlite+aiosqlite:///{tmp_path / 'g.db'}"],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert out.stdout.split() == ["False", "True"], out.stderr
