@@ -9,6 +9,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+from api.db.repository import COMPLETED
+from api.runtime import open_runtime
+from green_agent.config import AssessmentConfig, TaskSelection
+from green_agent.models import TrialResult
+from tests.api.servers import green_settings
+
 REPO = Path(__file__).resolve().parents[2]
 
 SERVICE_WITHOUT_LLM = textwrap.dedent(
@@ -47,3 +53,23 @@ def test_the_service_without_llms_never_imports_openai(tmp_path: Path) -> None:
         check=True,
     )
     assert out.stdout.split() == ["False", "True"], out.stderr
+
+
+async def test_the_report_reads_no_transcripts(database_url: str, oracle_url: str) -> None:
+    """Finishing an assessment reads every stored trial at once for its report: without transcripts, which
+    the report never looks at (456 trials' transcripts were the +60 MiB at the end of a SQLite run)."""
+    async with open_runtime(green_settings(database_url)) as runtime:
+        repository = runtime.repository
+        reads: list[bool] = []
+        read_trials = repository.trial_results
+
+        async def recorded(assessment_id: str, *, transcripts: bool = True) -> list[TrialResult]:
+            reads.append(transcripts)
+            return await read_trials(assessment_id, transcripts=transcripts)
+
+        repository.trial_results = recorded  # type: ignore[method-assign]
+        config = AssessmentConfig(agent_url=oracle_url, tasks=TaskSelection(task_ids=["0", "1"]), trials=2)
+        record, _ = await runtime.service.create(config, source="cli")
+        final = await runtime.service.wait(record.id)
+    assert final.status == COMPLETED and final.report is not None and final.report.avg_reward == 1.0
+    assert reads == [False]

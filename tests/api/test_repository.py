@@ -18,6 +18,8 @@ from api.db.repository import (
     IdempotencyConflict,
     NewAssessment,
 )
+from green_agent.config import AssessmentConfig
+from green_agent.metrics import compute_report
 from green_agent.models import (
     AssessmentReport,
     NLVerdict,
@@ -102,6 +104,20 @@ async def test_trial_round_trip_and_no_double_count(repo: AssessmentRepository) 
     assert [t.trial for t in await repo.trial_results(record.id)] == [0, 1]
     summaries, total = await repo.list_trials(record.id)
     assert total == 2 and summaries[1].reward is None
+
+
+async def test_trials_without_transcripts_hold_everything_a_report_reads(repo: AssessmentRepository) -> None:
+    """The report of a finished assessment reads its trials without transcripts (all of them at once: with
+    transcripts, 456 trials cost ~60 MiB of RSS at the end of a run); the rest of each trial is whole."""
+    record, _ = await repo.create(new())
+    stored = [trial("7", 0), trial("7", 1, reward=0.0)]
+    for t in stored:
+        await repo.save_trial(record.id, t)
+    light = await repo.trial_results(record.id, transcripts=False)
+    assert light == [t.model_copy(update={"transcript": []}) for t in stored]
+    assert await repo.trial_results(record.id) == stored
+    config = AssessmentConfig(agent_url="http://agent.test", trials=2)
+    assert compute_report(config, light) == compute_report(config, stored)
 
 
 async def test_transcript_longer_than_one_insert_is_stored_whole_and_in_order(
