@@ -3,6 +3,7 @@ is bounded (docs/benchmarks.md, "Turn cost", Memory)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -10,9 +11,10 @@ import textwrap
 from pathlib import Path
 
 from api.db.repository import COMPLETED
+from api.queue import LocalConnector
 from api.runtime import open_runtime
 from green_agent.config import AssessmentConfig, TaskSelection
-from green_agent.models import TrialResult
+from green_agent.models import TrialResult, TurnTaken
 from tests.api.servers import green_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,3 +75,33 @@ async def test_the_report_reads_no_transcripts(database_url: str, oracle_url: st
         final = await runtime.service.wait(record.id)
     assert final.status == COMPLETED and final.report is not None and final.report.avg_reward == 1.0
     assert reads == [False]
+
+
+async def test_the_in_memory_queue_keeps_only_waiting_and_running_jobs(
+    tmp_path: Path, oracle_url: str, slow_oracle_url: str
+) -> None:
+    """On SQLite the trial queue lives in memory for the life of the process: finished and cancelled jobs,
+    their events and the queries that ran are not kept (procrastinate's test connector kept all three)."""
+    async with open_runtime(green_settings(f"sqlite+aiosqlite:///{tmp_path / 'g.db'}")) as runtime:
+        connector = runtime.service.queue.connector
+        assert isinstance(connector, LocalConnector)
+        finished, _ = await runtime.service.create(
+            AssessmentConfig(agent_url=oracle_url, tasks=TaskSelection(task_ids=["0", "1"]), trials=2),
+            source="cli",
+        )
+        assert (await runtime.service.wait(finished.id)).status == COMPLETED
+        slow = AssessmentConfig(
+            agent_url=slow_oracle_url, tasks=TaskSelection(num_tasks=6), trials=1, concurrency=2
+        )
+        cancelled, _ = await runtime.service.create(slow, source="cli")
+        async with runtime.service.subscribe(cancelled.id) as progress:
+            async for event in progress:  # one trial under way: jobs waiting and running
+                if isinstance(event, TurnTaken):
+                    break
+        assert {job["status"] for job in connector.jobs.values()} == {"doing"}
+        await runtime.service.cancel(cancelled.id)
+        for _ in range(200):  # the running jobs stop at their next turn
+            if not connector.jobs:
+                break
+            await asyncio.sleep(0.05)
+        assert connector.jobs == {} and connector.events == {} and connector.queries == []
