@@ -28,6 +28,7 @@ from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
 from api.db.tables import TranscriptMessageRow, TrialRow
+from api.memory import MALLOC_ARENAS, limit_malloc_arenas
 from api.queue import QueueSettings
 from api.runtime import freeze_startup_objects, open_service
 from api.service import AssessmentService
@@ -86,6 +87,7 @@ class GreenAgent:
 async def green_agent_service(
     database_url: str, settings: EngineSettings, data: RetailData
 ) -> AsyncIterator[GreenAgent]:
+    limit_malloc_arenas(MALLOC_ARENAS)  # as open_runtime does, with the default setting
     database = create_engine(database_url)
     freeze_startup_objects()  # as the service does once the data is loaded
     try:

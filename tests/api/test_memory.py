@@ -10,6 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+from sqlalchemy import text
+
 from api.db.repository import COMPLETED
 from api.queue import LocalConnector
 from api.runtime import open_runtime
@@ -37,13 +41,16 @@ SERVICE_WITHOUT_LLM = textwrap.dedent(
     from green_agent.llm import ChatLLM
     ChatLLM(LLMEndpoint(model="m", base_url="http://127.0.0.1:9/v1"))
     print("openai" in sys.modules)
+    import ctypes
+    ctypes.CDLL(None).malloc_stats()  # one "Arena n:" block per arena, on stderr
     """
 )
 
 
 def test_the_service_without_llms_never_imports_openai(tmp_path: Path) -> None:
     """openai costs ~18 MiB of RSS: a service whose customers are scripted and which has no judge (the
-    defaults) opens its runtime, worker included, without it; the first LLM client imports it."""
+    defaults) opens its runtime, worker included, without it; the first LLM client imports it. The runtime
+    also caps malloc's arenas before its SQLite connections start their threads."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GREEN_AGENT_", "OPENAI_", "DATABASE_"))}
     out = subprocess.run(
         [sys.executable, "-c", SERVICE_WITHOUT_LLM, f"sqlite+aiosqlite:///{tmp_path / 'g.db'}"],
@@ -55,6 +62,8 @@ def test_the_service_without_llms_never_imports_openai(tmp_path: Path) -> None:
         check=True,
     )
     assert out.stdout.split() == ["False", "True"], out.stderr
+    # The runtime capped malloc's arenas (GREEN_AGENT_MALLOC_ARENAS, 2) before its database threads started.
+    assert out.stderr.count("Arena ") == 2
 
 
 async def test_the_report_reads_no_transcripts(database_url: str, oracle_url: str) -> None:
@@ -105,3 +114,66 @@ async def test_the_in_memory_queue_keeps_only_waiting_and_running_jobs(
                 break
             await asyncio.sleep(0.05)
         assert connector.jobs == {} and connector.events == {} and connector.queries == []
+
+
+ARENAS = textwrap.dedent(
+    """
+    import ctypes, sys, threading
+    from api.memory import limit_malloc_arenas
+
+    cap = int(sys.argv[1])
+    print(limit_malloc_arenas(cap))
+    kept = []
+    started = threading.Barrier(6)
+
+    def allocate() -> None:
+        started.wait()  # all six at once, so none can reuse an arena another has left
+        kept.extend(bytearray(2000) for _ in range(200))  # past 512 bytes: malloc, not pymalloc
+
+    threads = [threading.Thread(target=allocate) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ctypes.CDLL(None).malloc_stats()  # one "Arena n:" block per arena, on stderr
+    """
+)
+
+
+def _arenas(cap: int) -> tuple[bool, int]:
+    out = subprocess.run(
+        [sys.executable, "-c", ARENAS, str(cap)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return out.stdout.split() == ["True"], out.stderr.count("Arena ")
+
+
+def test_malloc_arenas_are_capped_for_the_threads_started_after() -> None:
+    """`GREEN_AGENT_MALLOC_ARENAS` (default 2): six threads allocating at once share two arenas with the
+    main thread's; at the cap of 1 everything shares one; 0 leaves glibc's default, an arena per thread."""
+    assert _arenas(2) == (True, 2)
+    assert _arenas(1) == (True, 1)
+    taken, arenas = _arenas(0)
+    assert not taken and arenas == 7
+
+
+async def test_sqlite_connections_keep_a_bounded_page_cache(tmp_path: Path) -> None:
+    """`GREEN_AGENT_SQLITE_CACHE_KIB` (default 512) bounds each pooled SQLite connection's page cache; past
+    it SQLite reads pages from the file again: a table four times the cache comes back whole."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'g.db'}"
+    assert green_settings(url).sqlite_cache_kib == 512
+    with pytest.raises(ValidationError, match="sqlite_cache_kib"):
+        green_settings(url, sqlite_cache_kib=63)
+    async with open_runtime(green_settings(url, sqlite_cache_kib=64)) as runtime:
+        async with runtime.database.begin() as connection:
+            assert (await connection.exec_driver_sql("PRAGMA cache_size")).scalar() == -64
+            await connection.exec_driver_sql("CREATE TABLE filler (n INTEGER, blob TEXT)")
+            rows = [{"n": n, "blob": f"{n:04d}" * 256} for n in range(256)]  # 256 KiB
+            await connection.execute(text("INSERT INTO filler VALUES (:n, :blob)"), rows)
+        async with runtime.database.connect() as connection:
+            read = (await connection.exec_driver_sql("SELECT n, blob FROM filler ORDER BY n")).all()
+    assert [tuple(row) for row in read] == [(r["n"], r["blob"]) for r in rows]
