@@ -67,6 +67,7 @@ def create_app(settings: Settings) -> FastAPI:
         connect_timeout_s=settings.db_connect_timeout_s,
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
+        sqlite_cache_kib=settings.sqlite_cache_kib,
     )
     card = build_agent_card(settings.public_card_url())
     executor = AssessmentExecutor()

@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import procrastinate
 import psycopg
@@ -95,7 +95,33 @@ class TrialRetry(BaseRetryStrategy):
 
 class LocalConnector(InMemoryConnector):
     """procrastinate's in-memory queue (one process, SQLite), where taking a job costs one pass over the
-    queue (the original recomputes the busy locks for every waiting job: quadratic in the queue's length)."""
+    queue (the original recomputes the busy locks for every waiting job: quadratic in the queue's length),
+    and which keeps only the jobs waiting or running: the original is a test double that remembers every
+    query it ran and every job it held, with their events, for the life of the process (~2.6 queries a
+    second while idle, ~60 MiB a day; 1.5 KiB per trial)."""
+
+    async def generic_execute(
+        self, query: str, suffix: Literal["run", "one", "all"], **arguments: Any
+    ) -> Any:
+        # As the original, without appending (name, arguments) to `self.queries`.
+        return await getattr(self, f"{self.reverse_queries[query]}_{suffix}")(**arguments)
+
+    def _forget_if_done(self, job_id: int) -> None:
+        """Drop a job that reached a final status, and its events (PostgreSQL keeps them in its table; here
+        nothing reads them: `depth`, `queued_trials` and `cancel` look at waiting and running jobs only)."""
+        job = self.jobs.get(job_id)
+        if job is None or job["status"] not in ("todo", "doing"):
+            self.jobs.pop(job_id, None)
+            self.events.pop(job_id, None)
+
+    async def finish_job_run(self, job_id: int, status: str, delete_job: bool) -> None:
+        await super().finish_job_run(job_id, status, delete_job)
+        self._forget_if_done(job_id)
+
+    async def cancel_job_one(self, job_id: int, abort: bool, delete_job: bool) -> dict[str, Any]:
+        result = await super().cancel_job_one(job_id, abort, delete_job)
+        self._forget_if_done(job_id)
+        return result
 
     async def fetch_job_one(self, queues: Iterable[str] | None, worker_id: int) -> dict[str, Any]:
         assert worker_id in self.workers, f"worker {worker_id} is not registered"

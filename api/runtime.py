@@ -28,6 +28,7 @@ from api.db.engine import create_engine
 from api.db.migrate import schema_lock, upgrade
 from api.db.repository import AssessmentRepository, RunnerLease
 from api.events import QUEUE_SIZE, EventRelay, ProgressHub
+from api.memory import limit_malloc_arenas
 from api.metrics import AGENT_HOSTS, measure_loop_lag
 from api.queue import QueueSettings, TrialQueue
 from api.quotas import QuotaPolicy
@@ -157,12 +158,14 @@ async def open_runtime(
     when `worker` (default: the `worker_enabled` setting). Resuming is a separate step, `resume`, so
     listeners can be attached first. `take_over` False: on SQLite, leave other processes' unfinished
     assessments alone even when their runner is gone (`run` and `demo` run only their own)."""
+    limit_malloc_arenas(settings.malloc_arenas)  # before the first database connection starts its thread
     owns_database = database is None
     database = database or create_engine(
         settings.database_url,
         connect_timeout_s=settings.db_connect_timeout_s,
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
+        sqlite_cache_kib=settings.sqlite_cache_kib,
     )
     try:
         await upgrade(database)

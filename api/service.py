@@ -621,7 +621,7 @@ class AssessmentService:
         """The report over the stored trials, in report order; trials never run (a cancelled assessment)
         count as `not_run`."""
         config = _config_of(record)
-        trials = await self.repository.trial_results(record.id)
+        trials = await self.repository.trial_results(record.id, transcripts=False)  # a report reads none
         order = {key: i for i, key in enumerate(self._engine.trial_keys(config))}
         trials.sort(key=lambda t: order.get((t.task_id, t.trial), len(order)))
         return compute_report(

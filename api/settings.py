@@ -21,7 +21,9 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, fiel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
+from api.db.engine import SQLITE_CACHE_KIB
 from api.logs import LogFormat
+from api.memory import MALLOC_ARENAS
 from api.queue import QueueSettings
 from api.quotas import QuotaPolicy, TenantQuota
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
@@ -247,6 +249,18 @@ class Settings(BaseSettings):
     )
     db_max_overflow: int = Field(
         default=20, ge=0, le=1000, description="Extra connections a process may open at busy moments."
+    )
+    sqlite_cache_kib: int = Field(
+        default=SQLITE_CACHE_KIB,
+        ge=64,
+        le=1_048_576,
+        description="Page cache of each SQLite connection, in KiB (SQLite's own default is 2000).",
+    )
+    malloc_arenas: int = Field(
+        default=MALLOC_ARENAS,
+        ge=0,
+        le=1024,
+        description="glibc malloc arenas per process (MALLOC_ARENA_MAX); 0 = the C library's default.",
     )
     queue_pool_size: int = Field(
         default=5, ge=2, le=1000, description="PostgreSQL connections each process keeps for the job queue."

@@ -107,7 +107,7 @@ async def store_rescore(runtime: Runtime, name: str, rescored: RescoreReport) ->
             skipped += 1
     # compute_report reads only the trial count of the config; an import has no agent URL to validate.
     counted = AssessmentConfig.model_construct(agent_url=record.agent_url, trials=rescored.num_trials)
-    report = compute_report(counted, await runtime.repository.trial_results(record.id))
+    report = compute_report(counted, await runtime.repository.trial_results(record.id, transcripts=False))
     finished = await runtime.repository.finish(record.id, COMPLETED, report=report)
     assert finished is not None
     return finished, skipped

@@ -39,8 +39,8 @@ import json, sys
 import bench.full_assessment as fa
 measured = fa.run_measured
 
-async def reporting(green, config, white):
-    r = await measured(green, config, white)
+async def reporting(green, config, white, **options):
+    r = await measured(green, config, white, **options)
     turns = r.a2a_turns
     print(%(mark)r + json.dumps({
         "turns": turns, "trials": len(r.trials), "wall_s": r.wall_s, "green_cpu_s": r.green_cpu_s,

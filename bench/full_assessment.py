@@ -81,7 +81,7 @@ async def measure(options: Options) -> list[tuple[Storage, RunResult]]:
                 fresh_database(kind, options.pg_url) as url,
                 green_agent_service(url, settings, data) as green,
             ):
-                results.append((kind, await run_measured(green, config, white)))
+                results.append((kind, await run_measured(green, config, white, transcripts=False)))
     return results
 
 

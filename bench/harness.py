@@ -21,11 +21,14 @@ from pathlib import Path
 from typing import Literal
 
 import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
+from api.db.tables import TranscriptMessageRow, TrialRow
+from api.memory import MALLOC_ARENAS, limit_malloc_arenas
 from api.queue import QueueSettings
 from api.runtime import freeze_startup_objects, open_service
 from api.service import AssessmentService
@@ -84,6 +87,7 @@ class GreenAgent:
 async def green_agent_service(
     database_url: str, settings: EngineSettings, data: RetailData
 ) -> AsyncIterator[GreenAgent]:
+    limit_malloc_arenas(MALLOC_ARENAS)  # as open_runtime does, with the default setting
     database = create_engine(database_url)
     freeze_startup_objects()  # as the service does once the data is loaded
     try:
@@ -135,10 +139,12 @@ class RunResult:
     other_cpu_s: float
     """CPU other processes on the machine used meanwhile (other workloads skew wall times; CPU less so)."""
     trials: list[TrialResult] = field(default_factory=list)
+    turns: int | None = None
+    """A2A turns counted in SQL, when `trials` were read without their transcripts."""
 
     @property
     def a2a_turns(self) -> int:
-        return sum(a2a_sends(t) for t in self.trials)
+        return self.turns if self.turns is not None else sum(a2a_sends(t) for t in self.trials)
 
     @property
     def other_cores(self) -> float:
@@ -163,9 +169,13 @@ async def _measure(white: WhiteAgentProcess, run: Callable[[], Awaitable[list[Tr
     return RunResult(wall, cpu, white_cpu, rss_before, peak_rss_bytes(), other, trials)
 
 
-async def run_measured(green: GreenAgent, config: AssessmentConfig, white: WhiteAgentProcess) -> RunResult:
+async def run_measured(
+    green: GreenAgent, config: AssessmentConfig, white: WhiteAgentProcess, *, transcripts: bool = True
+) -> RunResult:
     """Run one assessment through the service (SQL included); measure wall time, both processes' CPU and the
-    green agent's peak RSS. The stored trials are read back after the clock stops."""
+    green agent's peak RSS. The stored trials are read back after the clock stops; without `transcripts`,
+    the turns are counted in SQL instead (456 transcripts read back would raise the RSS a later run in the
+    same process starts from by ~25 MiB)."""
     assessment_id = ""
 
     async def run() -> list[TrialResult]:
@@ -178,8 +188,25 @@ async def run_measured(green: GreenAgent, config: AssessmentConfig, white: White
         return []
 
     result = await _measure(white, run)
-    result.trials = await green.repository.trial_results(assessment_id)
+    result.trials = await green.repository.trial_results(assessment_id, transcripts=transcripts)
+    if not transcripts:
+        result.turns = await _a2a_turns(green.database, assessment_id)
     return result
+
+
+async def _a2a_turns(database: AsyncEngine, assessment_id: str) -> int:
+    """`a2a_sends` summed over the assessment's stored trials, in SQL."""
+    async with database.connect() as connection:
+        assistant = await connection.scalar(
+            select(func.count())
+            .select_from(TranscriptMessageRow)
+            .join(TrialRow, TrialRow.id == TranscriptMessageRow.trial_id)
+            .where(TrialRow.assessment_id == assessment_id, TranscriptMessageRow.role == "assistant")
+        )
+        trials = await connection.scalar(
+            select(func.count()).select_from(TrialRow).where(TrialRow.assessment_id == assessment_id)
+        )
+    return int(assistant or 0) - int(trials or 0)
 
 
 async def run_engine_only(engine: Engine, config: AssessmentConfig, white: WhiteAgentProcess) -> RunResult:

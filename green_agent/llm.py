@@ -28,13 +28,17 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import openai
-from openai import AsyncOpenAI
+from typing import TYPE_CHECKING, Any
 
 from green_agent.config import LLMEndpoint
 from green_agent.errors import LLMContextTooLong, LLMError, LLMRefusedConversation
+
+if TYPE_CHECKING:
+    # The openai package costs ~18 MiB of RSS and ~0.3 s to import, and a process needs it only once it talks
+    # to an LLM (a model-played customer, the judge, the `llm` reference agent): each function that uses it
+    # imports it, so the service, its workers and scripted-user runs never load it (tests/engine/test_llm.py).
+    import openai
+    from openai import AsyncOpenAI
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +133,8 @@ class ChatLLM:
     def __post_init__(self) -> None:
         # Local OpenAI-compatible servers need no key, but the client insists on one.
         api_key = self.endpoint.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        from openai import AsyncOpenAI  # lazily: see the TYPE_CHECKING import above
+
         self._client = AsyncOpenAI(
             api_key=api_key, base_url=self.endpoint.base_url, timeout=self.timeout_s, max_retries=0
         )
@@ -148,6 +154,8 @@ class ChatLLM:
     ) -> LLMReply:
         """One completion; transient failures and empty replies are retried, then raise `LLMError`.
         `response_format` (e.g. a `json_schema` one) asks the endpoint to constrain the reply's shape."""
+        import openai  # lazily: see the TYPE_CHECKING import above
+
         kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": messages}
         if response_format is not None:
             kwargs["response_format"] = response_format
@@ -202,6 +210,8 @@ class ChatLLM:
         raise LLMError(self._failed(last_problem))
 
     async def _create(self, kwargs: dict[str, Any]) -> Any:
+        import openai
+
         began = time.monotonic()
         try:
             completion = await self._client.chat.completions.create(**kwargs)
@@ -224,6 +234,8 @@ class ChatLLM:
         """One request that needs the endpoint and its key but costs no tokens (the model list): None when
         the endpoint answers, else what is wrong and what to do about it. An endpoint without a model list
         (HTTP 404 and the like) answered, so it passes: only no answer, or a refused key, fails."""
+        import openai
+
         where = self.endpoint.base_url or "the OpenAI default URL"
         name = f"LLM {self.endpoint.model!r} at {where}"
         try:

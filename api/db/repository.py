@@ -34,7 +34,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import raiseload, selectinload
 
 from api.db.tables import (
     DEFAULT_TENANT,
@@ -257,9 +257,8 @@ def _record(row: AssessmentRow) -> AssessmentRecord:
     )
 
 
-def _trial_result(row: TrialRow) -> TrialResult:
-    data = dict(row.detail)
-    data["transcript"] = [
+def _transcript(row: TrialRow) -> list[dict[str, Any]]:
+    return [
         {
             "index": m.index,
             "role": m.role,
@@ -271,6 +270,11 @@ def _trial_result(row: TrialRow) -> TrialResult:
         }
         for m in row.messages
     ]
+
+
+def _trial_result(row: TrialRow, *, transcript: bool = True) -> TrialResult:
+    data = dict(row.detail)
+    data["transcript"] = _transcript(row) if transcript else []
     data["nl_verdicts"] = [
         {"index": v.index, "assertion": v.assertion, "passed": v.passed, "reason": v.reason}
         for v in row.verdicts
@@ -723,18 +727,20 @@ class AssessmentRepository:
                 return None
         return await self.get(assessment_id)
 
-    async def trial_results(self, assessment_id: str) -> list[TrialResult]:
-        """Every stored trial of an assessment, in full (what resume and report rebuilding need)."""
+    async def trial_results(self, assessment_id: str, *, transcripts: bool = True) -> list[TrialResult]:
+        """Every stored trial of an assessment, in full, or without their transcripts (`transcripts` False:
+        empty lists; all a report needs, and 456 trials' transcripts at once cost ~60 MiB of RSS)."""
+        messages = selectinload(TrialRow.messages) if transcripts else raiseload(TrialRow.messages)
         async with self._session() as session:
             rows = (
                 await session.execute(
                     select(TrialRow)
                     .where(TrialRow.assessment_id == assessment_id)
-                    .options(selectinload(TrialRow.messages), selectinload(TrialRow.verdicts))
+                    .options(messages, selectinload(TrialRow.verdicts))
                     .order_by(TrialRow.id)
                 )
             ).scalars()
-            return [_trial_result(r) for r in rows]
+            return [_trial_result(r, transcript=transcripts) for r in rows]
 
     async def list_trials(
         self, assessment_id: str, *, limit: int = 100, offset: int = 0

@@ -25,6 +25,8 @@ from api.db.repository import (
     TrialJobState,
 )
 from api.db.tables import AssessmentRow
+from green_agent.config import AssessmentConfig
+from green_agent.metrics import compute_report
 from green_agent.models import (
     AssessmentReport,
     NLVerdict,
@@ -129,6 +131,20 @@ async def test_trial_job_state_says_status_and_whether_that_trial_is_stored(
     finished = await repo.trial_job_state(record.id, "7", 1)
     assert finished is not None and finished.finished and not finished.stored
     assert await repo.trial_job_state("no-such-assessment", "7", 0) is None
+
+
+async def test_trials_without_transcripts_hold_everything_a_report_reads(repo: AssessmentRepository) -> None:
+    """The report of a finished assessment reads its trials without transcripts (all of them at once: with
+    transcripts, 456 trials cost ~60 MiB of RSS at the end of a run); the rest of each trial is whole."""
+    record, _ = await repo.create(new())
+    stored = [trial("7", 0), trial("7", 1, reward=0.0)]
+    for t in stored:
+        await repo.save_trial(record.id, t)
+    light = await repo.trial_results(record.id, transcripts=False)
+    assert light == [t.model_copy(update={"transcript": []}) for t in stored]
+    assert await repo.trial_results(record.id) == stored
+    config = AssessmentConfig(agent_url="http://agent.test", trials=2)
+    assert compute_report(config, light) == compute_report(config, stored)
 
 
 async def test_transcript_longer_than_one_insert_is_stored_whole_and_in_order(
