@@ -68,6 +68,7 @@ def create_app(settings: Settings) -> FastAPI:
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
         sqlite_cache_kib=settings.sqlite_cache_kib,
+        ping_after_idle_s=settings.db_ping_after_idle_s,
     )
     card = build_agent_card(settings.public_card_url())
     executor = AssessmentExecutor()

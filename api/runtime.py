@@ -166,6 +166,7 @@ async def open_runtime(
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
         sqlite_cache_kib=settings.sqlite_cache_kib,
+        ping_after_idle_s=settings.db_ping_after_idle_s,
     )
     try:
         await upgrade(database)

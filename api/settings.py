@@ -21,7 +21,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, fiel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from api.db.engine import SQLITE_CACHE_KIB
+from api.db.engine import PING_AFTER_IDLE_S, SQLITE_CACHE_KIB
 from api.logs import LogFormat
 from api.memory import MALLOC_ARENAS
 from api.queue import QueueSettings
@@ -249,6 +249,12 @@ class Settings(BaseSettings):
     )
     db_max_overflow: int = Field(
         default=20, ge=0, le=1000, description="Extra connections a process may open at busy moments."
+    )
+    db_ping_after_idle_s: float = Field(
+        default=PING_AFTER_IDLE_S,
+        ge=0,
+        le=3600,
+        description="A pooled PostgreSQL connection idle this long is checked before use (0 = always).",
     )
     sqlite_cache_kib: int = Field(
         default=SQLITE_CACHE_KIB,

@@ -8,6 +8,7 @@ for the lock instead of failing at once with "database is locked".
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -15,11 +16,14 @@ from sqlalchemy import event
 from sqlalchemy.dialects import registry
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 5.0
 """How long a SQLite write waits for the file's write lock before giving up."""
+PING_AFTER_IDLE_S = 1.0
+"""A pooled PostgreSQL connection idle this long is checked with a round trip before it is used again."""
 SQLITE_CACHE_KIB = 512
 """Page cache of each SQLite connection (SQLite's own default is 2,000 KiB). The pool keeps several
 connections, each on a thread of its own, and each filled its cache as the file grew: ~2 MiB of RSS apiece
@@ -76,6 +80,7 @@ def create_engine(
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
     pool_size: int = 10,
     max_overflow: int = 20,
+    ping_after_idle_s: float = PING_AFTER_IDLE_S,
 ) -> AsyncEngine:
     """An engine for `database_url` (already normalized to an async driver by Settings)."""
     if database_url.startswith("sqlite"):
@@ -89,10 +94,36 @@ def create_engine(
         return engine
     # A connection attempt to an unreachable server gives up after `connect_timeout_s` (asyncpg's default is
     # 60 s), so storage errors surface, and are retried, while the database is away.
-    return create_async_engine(
+    engine = create_async_engine(
         database_url,
         pool_size=pool_size,
         max_overflow=max_overflow,
-        pool_pre_ping=True,
         connect_args={"timeout": connect_timeout_s},
     )
+    _ping_when_idle(engine, ping_after_idle_s)
+    return engine
+
+
+def _ping_when_idle(engine: AsyncEngine, idle_s: float) -> None:
+    """Check a pooled connection before use only when it sat idle for `idle_s` or more.
+
+    SQLAlchemy's `pool_pre_ping` checks every checkout, and on asyncpg a check is three round trips (BEGIN,
+    `;`, ROLLBACK): more than the statement it guards for most of our reads. A connection that was in use a
+    moment ago is alive unless the server went away in that moment; then the statement fails with a
+    connection error, which is transient (`api.queue.is_transient`): the pool drops the connection and the
+    write is retried. Idle connections, e.g. after a database restart, are checked as before."""
+
+    def on_checkin(dbapi_connection: Any, record: Any) -> None:
+        record.info["returned_at"] = time.monotonic()
+
+    def on_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        returned_at = record.info.get("returned_at")
+        if returned_at is None or time.monotonic() - returned_at < idle_s:
+            return  # new, or used a moment ago
+        try:
+            dbapi_connection.ping()
+        except Exception as exc:  # the pool opens a fresh connection instead (SQLAlchemy's own protocol)
+            raise DisconnectionError(f"the pooled connection did not answer: {exc}") from exc
+
+    event.listen(engine.sync_engine.pool, "checkin", on_checkin)
+    event.listen(engine.sync_engine.pool, "checkout", on_checkout)

@@ -673,6 +673,8 @@ class AssessmentRepository:
         assessment."""
         parameters = {"assessment": assessment_id, "task_id": task_id, "trial": trial}
         async with self._engine.connect() as connection:
+            if self._engine.dialect.name == "postgresql":  # one statement, no BEGIN and ROLLBACK around it
+                await connection.execution_options(isolation_level="AUTOCOMMIT")
             row = (await connection.execute(_TRIAL_JOB_STATE, parameters)).first()
         return TrialJobState(row.status, bool(row.stored)) if row is not None else None
 

@@ -1,0 +1,43 @@
+"""PostgreSQL pool: a connection used a moment ago is not checked again before use (a check is three round
+trips on asyncpg); one idle for `ping_after_idle_s` or more is, so a connection the server dropped while it
+sat idle (a restart, an idle timeout) is replaced without anyone seeing an error."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg  # type: ignore[import-untyped]
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from api.db.engine import create_engine
+
+
+async def test_connections_are_checked_only_after_sitting_idle(pg_database: str) -> None:
+    engine = create_engine(pg_database, ping_after_idle_s=0.5, pool_size=1, max_overflow=0)
+    admin = await asyncpg.connect(pg_database.replace("postgresql+asyncpg://", "postgresql://"))
+
+    async def backend_pid() -> int:
+        async with engine.connect() as connection:
+            return int((await connection.execute(text("SELECT pg_backend_pid()"))).scalar_one())
+
+    async def drop(pid: int) -> None:
+        await admin.execute("SELECT pg_terminate_backend($1)", pid)
+        await asyncio.sleep(0.1)
+
+    try:
+        first = await backend_pid()
+        await drop(first)
+        # Used 0.1 s ago, under the bound: not checked, so the statement meets the dropped connection.
+        with pytest.raises(DBAPIError):
+            await backend_pid()
+        second = await backend_pid()  # the pool replaced the dropped connection
+        assert second != first
+        await drop(second)
+        await asyncio.sleep(0.5)  # idle just past the bound: checked, replaced, nothing fails
+        third = await backend_pid()
+        assert third not in (first, second)
+    finally:
+        await admin.close()
+        await engine.dispose()
