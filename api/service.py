@@ -492,6 +492,8 @@ class AssessmentService:
             return
         try:
             opened = await self._open(record)
+            # Not kept for the minutes the trial lasts: a decoded copy per live trial (~2 KiB each).
+            del record
             try:
                 result = await opened.run.run_trial(task_id, trial)
             except FirstContactFailed as failure:
