@@ -98,7 +98,7 @@ class LocalConnector(InMemoryConnector):
     queue (the original recomputes the busy locks for every waiting job: quadratic in the queue's length),
     and which keeps only the jobs waiting or running: the original is a test double that remembers every
     query it ran and every job it held, with their events, for the life of the process (~2.6 queries a
-    second while idle, ~60 MiB a day; 1.5 KiB per trial)."""
+    second while idle, ~60 MiB a day; ~1.3 KiB per trial run)."""
 
     async def generic_execute(
         self, query: str, suffix: Literal["run", "one", "all"], **arguments: Any

@@ -518,6 +518,8 @@ class AssessmentService:
             if record is None or record.finished:
                 return
             opening = self._open(record)
+            # Not kept for the minutes the trial lasts: a decoded copy per live trial (~2 KiB each).
+            del record
         try:
             opened = await asyncio.shield(opening)
             try:

@@ -4,6 +4,7 @@ is bounded (docs/benchmarks.md, "Turn cost", Memory)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy import text
 
-from api.db.repository import COMPLETED
+from api.db.repository import COMPLETED, AssessmentRecord
 from api.queue import LocalConnector
 from api.runtime import open_runtime
 from green_agent.config import AssessmentConfig, TaskSelection
@@ -177,3 +178,26 @@ async def test_sqlite_connections_keep_a_bounded_page_cache(tmp_path: Path) -> N
         async with runtime.database.connect() as connection:
             read = (await connection.exec_driver_sql("SELECT n, blob FROM filler ORDER BY n")).all()
     assert [tuple(row) for row in read] == [(r["n"], r["blob"]) for r in rows]
+
+
+async def test_live_trials_do_not_each_hold_the_assessment_record(
+    tmp_path: Path, slow_oracle_url: str
+) -> None:
+    """A trial job reads the assessment's record to open it, then lets it go for the minutes the trial lasts:
+    with 6 trials live, no copy per trial is left (each held its decoded config, ~2 KiB)."""
+    async with open_runtime(green_settings(f"sqlite+aiosqlite:///{tmp_path / 'g.db'}")) as runtime:
+        config = AssessmentConfig(
+            agent_url=slow_oracle_url, tasks=TaskSelection(num_tasks=6), trials=2, concurrency=6
+        )
+        record, _ = await runtime.service.create(config, source="cli")
+        live: set[tuple[str, int]] = set()
+        async with runtime.service.subscribe(record.id) as progress:
+            async for event in progress:
+                if isinstance(event, TurnTaken) and event.message.role == "assistant":
+                    live.add((event.task_id, event.trial))
+                    if len(live) == 6:
+                        break
+        gc.collect()
+        held = [o for o in gc.get_objects() if isinstance(o, AssessmentRecord) and o.id == record.id]
+        await runtime.service.cancel(record.id)
+    assert len(held) <= 1  # the test's own `record` at most
