@@ -254,7 +254,8 @@ class Settings(BaseSettings):
         default=PING_AFTER_IDLE_S,
         ge=0,
         le=3600,
-        description="A pooled PostgreSQL connection idle this long is checked before use (0 = always).",
+        description="A pooled PostgreSQL connection (the service's or the job queue's) idle this long is "
+        "checked before use (0 = always).",
     )
     sqlite_cache_kib: int = Field(
         default=SQLITE_CACHE_KIB,
@@ -492,6 +493,7 @@ class Settings(BaseSettings):
             shutdown_grace_s=self.worker_shutdown_grace_s,
             connect_timeout_s=self.db_connect_timeout_s,
             pool_size=self.queue_pool_size,
+            ping_after_idle_s=self.db_ping_after_idle_s,
         )
 
     def egress_policy(self, *, allow_private: bool | None = None) -> EgressPolicy:

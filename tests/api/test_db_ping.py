@@ -8,10 +8,12 @@ import asyncio
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
+from procrastinate.exceptions import ConnectorException
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from api.db.engine import create_engine
+from api.queue import QueueSettings, TrialQueue
 
 
 async def test_connections_are_checked_only_after_sitting_idle(pg_database: str) -> None:
@@ -41,3 +43,33 @@ async def test_connections_are_checked_only_after_sitting_idle(pg_database: str)
     finally:
         await admin.close()
         await engine.dispose()
+
+
+async def test_queue_connections_are_checked_only_after_sitting_idle(pg_database: str) -> None:
+    """The same rule for the job queue's pool (procrastinate would check each connection it hands out)."""
+    queue = TrialQueue(pg_database, QueueSettings(pool_size=1, ping_after_idle_s=0.5))
+    admin = await asyncpg.connect(pg_database.replace("postgresql+asyncpg://", "postgresql://"))
+
+    async def backend_pid() -> int:
+        row = await queue.connector.execute_query_one_async("SELECT pg_backend_pid() AS pid")
+        return int(row["pid"])
+
+    async def drop(pid: int) -> None:
+        await admin.execute("SELECT pg_terminate_backend($1)", pid)
+        await asyncio.sleep(0.1)
+
+    await queue.open()
+    try:
+        first = await backend_pid()
+        await drop(first)
+        with pytest.raises(ConnectorException):  # handed out 0.1 s ago: not checked
+            await backend_pid()
+        second = await backend_pid()
+        assert second != first
+        await drop(second)
+        await asyncio.sleep(0.5)
+        third = await backend_pid()  # checked, replaced, nothing fails
+        assert third not in (first, second)
+    finally:
+        await admin.close()
+        await queue.close()
