@@ -21,7 +21,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, fiel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from api.db.engine import PING_AFTER_IDLE_S, SQLITE_CACHE_KIB
+from api.db.engine import DB_MAX_OVERFLOW, DB_POOL_SIZE, PING_AFTER_IDLE_S, SQLITE_CACHE_KIB
 from api.logs import LogFormat
 from api.memory import MALLOC_ARENAS
 from api.queue import QueueSettings
@@ -242,13 +242,16 @@ class Settings(BaseSettings):
         default="text", description="`json`: one JSON object per log line, with assessment/task/trial ids."
     )
     db_pool_size: int = Field(
-        default=10,
+        default=DB_POOL_SIZE,
         ge=1,
         le=1000,
         description="PostgreSQL connections each process keeps for the service's tables.",
     )
     db_max_overflow: int = Field(
-        default=20, ge=0, le=1000, description="Extra connections a process may open at busy moments."
+        default=DB_MAX_OVERFLOW,
+        ge=0,
+        le=1000,
+        description="Extra connections a process may open at busy moments (each closed again once back).",
     )
     db_ping_after_idle_s: float = Field(
         default=PING_AFTER_IDLE_S,

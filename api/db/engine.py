@@ -23,6 +23,13 @@ SQLITE_BUSY_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 5.0
 """How long a SQLite write waits for the file's write lock before giving up."""
 PING_AFTER_IDLE_S = 1.0
+# Connections a process keeps for the service's tables, and may open beyond that at busy moments. A
+# connection opened beyond the kept ones is closed as soon as it is back, and opening one costs ~2.7 ms of
+# CPU (asyncpg, with the TLS attempt), ten times a pooled statement: keeping as many as the trials that store
+# at once (every live trial at a wave's start or end) is what keeps a busy worker from paying that per trial
+# (111 connections opened in a 456-trial run at 10 kept, 30 at 32; docs/benchmarks.md, "Turn cost").
+DB_POOL_SIZE = 32
+DB_MAX_OVERFLOW = 8
 """A pooled PostgreSQL connection idle this long is checked with a round trip before it is used again."""
 SQLITE_CACHE_KIB = 512
 """Page cache of each SQLite connection (SQLite's own default is 2,000 KiB). The pool keeps several
@@ -78,8 +85,8 @@ def create_engine(
     sqlite_busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S,
     sqlite_cache_kib: int = SQLITE_CACHE_KIB,
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
-    pool_size: int = 10,
-    max_overflow: int = 20,
+    pool_size: int = DB_POOL_SIZE,
+    max_overflow: int = DB_MAX_OVERFLOW,
     ping_after_idle_s: float = PING_AFTER_IDLE_S,
 ) -> AsyncEngine:
     """An engine for `database_url` (already normalized to an async driver by Settings)."""

@@ -1,4 +1,4 @@
-"""PostgreSQL pool: a connection used a moment ago is not checked again before use (a check is three round
+"""PostgreSQL pools: a connection used a moment ago is not checked again before use (a check is three round
 trips on asyncpg); one idle for `ping_after_idle_s` or more is, so a connection the server dropped while it
 sat idle (a restart, an idle timeout) is replaced without anyone seeing an error."""
 
@@ -9,10 +9,10 @@ import asyncio
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 from procrastinate.exceptions import ConnectorException
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError
 
-from api.db.engine import create_engine
+from api.db.engine import DB_POOL_SIZE, create_engine
 from api.queue import QueueSettings, TrialQueue
 
 
@@ -73,3 +73,38 @@ async def test_queue_connections_are_checked_only_after_sitting_idle(pg_database
     finally:
         await admin.close()
         await queue.close()
+
+
+async def test_a_burst_as_wide_as_the_pool_reuses_its_connections(pg_database: str) -> None:
+    """Every live trial may store at once (a wave of trials starting or ending together). With the default
+    pool, a second burst as wide as the first opens no connection: each one opened costs ~2.7 ms of CPU, ten
+    pooled statements. One more than the pool keeps is opened for the burst and closed again."""
+    engine = create_engine(pg_database)
+    opened = 0
+
+    def count(*_: object) -> None:
+        nonlocal opened
+        opened += 1
+
+    event.listen(engine.sync_engine.pool, "connect", count)
+
+    async def burst(width: int) -> None:
+        barrier = asyncio.Barrier(width)
+
+        async def store() -> None:
+            async with engine.connect() as connection:
+                await barrier.wait()  # all `width` connections are checked out at once
+                await connection.execute(text("SELECT 1"))
+
+        await asyncio.gather(*(store() for _ in range(width)))
+
+    try:
+        await burst(DB_POOL_SIZE)
+        assert opened == DB_POOL_SIZE
+        await burst(DB_POOL_SIZE)
+        assert opened == DB_POOL_SIZE  # all kept, none opened again
+        await burst(DB_POOL_SIZE + 1)
+        await burst(DB_POOL_SIZE + 1)
+        assert opened == DB_POOL_SIZE + 2  # past the bound: one extra per burst, closed once back
+    finally:
+        await engine.dispose()
