@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
+from itertools import cycle
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from api.db.engine import create_engine
@@ -170,6 +171,38 @@ async def test_transcript_longer_than_one_insert_is_stored_whole_and_in_order(
     loaded = await repo.get_trial(record.id, "7", 0)
     assert loaded is not None and loaded.transcript == messages
     assert await repo.save_trial(record.id, stored) is None  # still one trial, not stored twice
+
+
+async def test_postgresql_stores_a_trial_in_one_statement_up_to_one_insert_of_messages(
+    repo: AssessmentRepository,
+) -> None:
+    """On PostgreSQL a trial whose transcript fits one INSERT (MESSAGES_PER_INSERT) is stored by one statement
+    in autocommit (one round trip instead of five); one message more takes the transaction and its batches.
+    SQLite always takes the transaction. Either way the trial comes back whole, is counted once, and the
+    running time kept is the largest reported."""
+    record, _ = await repo.create(new(trials=4))
+    base = trial("7", 0)
+    statements: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement.split()[0].upper())
+
+    event.listen(repo._engine.sync_engine, "before_cursor_execute", count)
+    postgresql = repo._engine.dialect.name == "postgresql"
+    for n, length, run_seconds in ((0, MESSAGES_PER_INSERT, 5.0), (1, MESSAGES_PER_INSERT + 1, None)):
+        messages = [m.model_copy(update={"index": i}) for i, m in zip(range(length), cycle(base.transcript))]
+        stored = base.model_copy(update={"trial": n, "transcript": messages})
+        statements.clear()
+        assert await repo.save_trial(record.id, stored, run_seconds=run_seconds) == n + 1
+        if postgresql and length <= MESSAGES_PER_INSERT:
+            assert statements == ["WITH"]
+        else:  # the trial, its batches of messages, the verdicts, then the count
+            batches = -(-length // MESSAGES_PER_INSERT)
+            assert statements == ["INSERT"] * (2 + batches) + ["UPDATE"]
+        assert await repo.get_trial(record.id, "7", n) == stored
+        assert await repo.save_trial(record.id, stored) is None
+    current = await repo.get(record.id)
+    assert current is not None and current.trials_done == 2 and current.run_seconds == 5.0
 
 
 async def test_finish_page_and_unfinished(repo: AssessmentRepository) -> None:
