@@ -196,14 +196,16 @@ class _Connection(asyncio.Protocol):
             return False
         return self._keep_alive
 
-    async def exchange(self, request: bytes, timeouts: dict[str, float | None]) -> None:
-        """Send `request` and wait until its response is complete (or failed)."""
+    async def exchange(self, head: bytes, body: bytes, timeouts: dict[str, float | None]) -> None:
+        """Send a request (`head`, then `body`) and wait until its response is complete (or failed). The body
+        is the request's own bytes, written as they are: no copy of it waits here with the request."""
         assert self._transport is not None
         loop = asyncio.get_running_loop()
         self._start_response()
         self._waiter = waiter = loop.create_future()
         try:
-            self._transport.write(request)
+            self._transport.write(head)
+            self._transport.write(body)
             if self._writing_paused:
                 self._drained = loop.create_future()
                 try:
@@ -258,9 +260,10 @@ class AgentTransport(httpx.AsyncBaseTransport):
             raise httpx.UnsupportedProtocol(f"{url.scheme!r} is not http or https")
         origin: Origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
-        message = _serialize(request, await request.aread())
+        head = _serialize_head(request)
+        body = await request.aread()
         connection = self._take_idle(origin) or await self._connect(origin, timeouts.get("connect"))
-        await connection.exchange(message, timeouts)
+        await connection.exchange(head, body, timeouts)
         body = b"".join(connection.body)
         status, headers = connection.status, connection.headers
         if connection.reusable:
@@ -329,9 +332,10 @@ class AgentTransport(httpx.AsyncBaseTransport):
             raise httpx.ConnectTimeout("the connection was not made in time") from exc
 
 
-def _serialize(request: httpx.Request, body: bytes) -> bytes:
-    """The request as HTTP/1.1 bytes. Header values come from requesters (agent headers): a CR, LF or NUL
-    would let one header become several, so such a request is refused rather than sent."""
+def _serialize_head(request: httpx.Request) -> bytes:
+    """The request line and headers as HTTP/1.1 bytes (the body follows as it is). Header values come from
+    requesters (agent headers): a CR, LF or NUL would let one header become several, so such a request is
+    refused rather than sent."""
     request.headers["Accept-Encoding"] = "identity"
     lines = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), request.url.raw_path)]
     for name, value in request.headers.raw:
@@ -341,7 +345,6 @@ def _serialize(request: httpx.Request, body: bytes) -> bytes:
     if any(c in request.url.raw_path for c in (*_FORBIDDEN_IN_HEADERS, b" ")):
         raise httpx.LocalProtocolError("the request target holds a space, line break or NUL")
     lines.append(b"\r\n")
-    lines.append(body)
     return b"".join(lines)
 
 
