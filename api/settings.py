@@ -308,6 +308,7 @@ class Settings(BaseSettings):
     )
     agent_card_cache_bytes: int = Field(default=_engine_default("agent_card_cache_bytes"), ge=0, le=1 << 34)
     agent_card_cache_ttl_s: float = Field(default=_engine_default("agent_card_cache_ttl_s"), ge=0, le=86_400)
+    agent_keepalive_s: float = Field(default=_engine_default("agent_keepalive_s"), ge=0, le=3_600)
 
     # -- Security: admission quotas and request limits (issue 9a; README "Security") ----------------------
     quota_active_assessments: int = Field(
@@ -556,6 +557,7 @@ class Settings(BaseSettings):
             agent_card_cache_entries=self.agent_card_cache_entries,
             agent_card_cache_bytes=self.agent_card_cache_bytes,
             agent_card_cache_ttl_s=self.agent_card_cache_ttl_s,
+            agent_keepalive_s=self.agent_keepalive_s,
             llm_prices=dict(self.llm_prices),
             agent_usage_max_tokens_per_reply=self.agent_usage_max_tokens_per_reply,
             agent_usage_max_cost_per_reply=self.agent_usage_max_cost_per_reply,

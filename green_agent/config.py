@@ -176,6 +176,12 @@ class EngineSettings(BaseModel):
     agent_card_cache_ttl_s: float = Field(
         default=300.0, ge=0, le=86_400, description="A cached agent card is fetched again after this long."
     )
+    agent_keepalive_s: float = Field(
+        default=5.0,
+        ge=0,
+        le=3_600,
+        description="An idle connection to a white agent older than this is closed rather than reused.",
+    )
     # -- cost accounting (tau2 interop) --
     llm_prices: dict[str, ModelPrice] = Field(
         default_factory=dict,

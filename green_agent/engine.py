@@ -101,6 +101,7 @@ class Engine:
                 card_cache_entries=self.settings.agent_card_cache_entries,
                 card_cache_bytes=self.settings.agent_card_cache_bytes,
                 card_cache_ttl_s=self.settings.agent_card_cache_ttl_s,
+                keepalive_s=self.settings.agent_keepalive_s,
             )
             pool = self._pools[policy] = WhiteAgentPool(limits, policy=policy, resolver=self._resolver)
         return pool

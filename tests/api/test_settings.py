@@ -9,8 +9,10 @@ from pydantic import ValidationError
 
 from api.settings import Settings
 from green_agent.config import EngineSettings
+from green_agent.engine import Engine
 from green_agent.limits import AgentLimits
 from green_agent.white_agent.egress import EgressPolicy
+from retail_domain import RetailData
 
 
 def test_defaults_run_with_zero_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,7 +88,7 @@ def test_database_password_is_masked_for_display() -> None:
     assert settings.database_url_for_display() == "postgresql+asyncpg://user:***@db:5432/x"
 
 
-def test_every_engine_setting_is_exposed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_engine_setting_is_exposed(monkeypatch: pytest.MonkeyPatch, retail_data: RetailData) -> None:
     # Operator-facing names that differ from the engine's; every other EngineSettings field keeps its name.
     renamed = {"judge": "judge_model"}
     exposed = set(Settings.model_fields)
@@ -101,6 +103,11 @@ def test_every_engine_setting_is_exposed(monkeypatch: pytest.MonkeyPatch) -> Non
     # The defaults are the engine's own.
     settings = Settings(_env_file=None)
     assert settings.engine_settings() == EngineSettings()
+    # ... and reach the white-agent clients (the keep-alive is a ClientLimits field).
+    monkeypatch.setenv("GREEN_AGENT_AGENT_KEEPALIVE_S", "0.5")
+    clients = Engine(Settings(_env_file=None).engine_settings(), retail_data)
+    assert clients._pool_for(EgressPolicy()).limits.keepalive_s == 0.5
+    monkeypatch.delenv("GREEN_AGENT_AGENT_KEEPALIVE_S")
 
     monkeypatch.setenv("GREEN_AGENT_SCRIPTED_USER_DELAY_S", "0.2")
     monkeypatch.setenv("GREEN_AGENT_CONVERSATIONS_PER_CLIENT", "4")
