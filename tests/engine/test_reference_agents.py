@@ -178,7 +178,11 @@ async def test_an_agent_lost_mid_run_ends_its_trials_as_agent_errors_with_applic
         # leaving the block stops the server: later connections are refused
 
     server = asyncio.create_task(serve_until_gone())
-    config = AssessmentConfig(agent_url=await ready, tasks=TaskSelection(task_ids=task_ids), concurrency=2)
+    # A message that got in before the server stopped waits for an answer that never comes, on a connection
+    # the stopping server keeps open (it cannot cancel that request): the turn deadline ends it.
+    config = AssessmentConfig(
+        agent_url=await ready, tasks=TaskSelection(task_ids=task_ids), concurrency=2, turn_timeout_s=2.0
+    )
     report, events = await run(data, config)
     await server
 
@@ -213,13 +217,13 @@ def _say(text: str) -> Reply:
 def _call_a_tool_then(then: Callable[[], object]) -> Reply:
     """Answers its first message with a tool call (so the trial needs another exchange), after calling
     `then`; never answers again (the server is stopping: a fast client may get more messages in before it
-    stops, and those must not be answered either)."""
+    stops, and those must not be answered either: they wait until their turn deadline)."""
     answered = False
 
     async def reply(incoming: Incoming, context: RequestContext, queue: EventQueue) -> None:
         nonlocal answered
         if answered:
-            await asyncio.Event().wait()  # until the stopping server cancels it
+            await asyncio.Event().wait()  # the SDK's handler outlives the server's attempt to cancel it
         answered = True
         then()
         parts = call_parts(incoming.structured, "no_such_tool", {})
