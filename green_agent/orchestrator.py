@@ -189,7 +189,8 @@ async def _converse(spec: TrialSpec, deps: TrialDeps, state: TrialState) -> Term
             loop = _Loop(spec, state, deps, conversation, env)
             return await loop.run()
     finally:
-        state.db_hash = env.db_hash()
+        # An end state equal to the gold one takes the gold hash without hashing the DB again (~1 ms).
+        state.db_hash = env.db_hash(known=deps.data.gold(spec.task.id).db)
 
 
 class _Loop:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .schemas import TOOL_NAMES, WRITE_TOOLS
-from .store import BaseDb, OverlayDb
+from .store import BaseDb, DbFingerprint, OverlayDb
 from .tools import RetailTools
 
 
@@ -121,11 +121,16 @@ class RetailEnvironment:
     def call_tool(self, call: ToolCall) -> ToolResult:
         return self.call(call.name, call.arguments)
 
-    def db_hash(self) -> str:
-        """Upstream's hash of the whole DB (sha256 of the sorted-key JSON of its model_dump())."""
+    def db_hash(self, known: DbFingerprint | None = None) -> str:
+        """Upstream's hash of the whole DB (sha256 of the sorted-key JSON of its model_dump()). Given the
+        fingerprint of a DB hashed before (the task's gold end state), a DB equal to that one takes its hash
+        instead of hashing 1.4 MiB again."""
         if self._hash is None:
-            self._hash = self._db.db_hash()
+            self._hash = self._db.db_hash(known)
         return self._hash
+
+    def db_fingerprint(self) -> DbFingerprint:
+        return self._db.fingerprint()
 
     def changed_entities(self) -> int:
         """How many orders and users this trial has copied (a measure of its memory cost)."""

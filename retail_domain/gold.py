@@ -11,18 +11,23 @@ import copy
 from dataclasses import dataclass, field
 
 from .environment import RetailEnvironment, ToolCall
-from .store import BaseDb
+from .store import BaseDb, DbFingerprint
 from .tasks import Task
 
 
 @dataclass(frozen=True)
 class GoldOutcome:
-    """``db_hash``: the expected DB hash; ``actions``: the reference calls, ready for an oracle agent to make;
-    ``failed_calls``: (index in actions, tool name, error content) of the gold calls that failed."""
+    """``db``: the expected end state (its hash, and what tells a DB equal to it without hashing);
+    ``actions``: the reference calls, ready for an oracle agent to make; ``failed_calls``: (index in actions,
+    tool name, error content) of the gold calls that failed."""
 
-    db_hash: str
+    db: DbFingerprint
     reference_calls: tuple[ToolCall, ...] = field(repr=False)
     failed_calls: tuple[tuple[int, str, str], ...]
+
+    @property
+    def db_hash(self) -> str:
+        return self.db.db_hash
 
     @property
     def actions(self) -> tuple[ToolCall, ...]:
@@ -38,4 +43,4 @@ def replay_gold(base: BaseDb, task: Task) -> GoldOutcome:
         result = env.call(call.name, call.arguments)
         if result.error:
             failed.append((index, call.name, result.content))
-    return GoldOutcome(db_hash=env.db_hash(), reference_calls=actions, failed_calls=tuple(failed))
+    return GoldOutcome(db=env.db_fingerprint(), reference_calls=actions, failed_calls=tuple(failed))

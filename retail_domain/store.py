@@ -93,6 +93,21 @@ def copy_entity(value: Any) -> Any:
     return value
 
 
+Span = tuple[int, int, int]  # (position among the entities, start, end) in the serialized base
+Replacement = tuple[Span, bytes]  # an entity's span and its new serialization
+
+
+@dataclass(frozen=True)
+class DbFingerprint:
+    """A DB over the shared base, told apart without hashing it whole: the position of every entity that
+    differs from the base with the sha256 of its serialization, in order, and the DB's hash. Two DBs over one
+    base are the same bytes exactly when their `changes` are equal (sha256 of each differing entity: the trust
+    placed in the DB hash itself), so a DB with the `changes` of a fingerprint has its hash."""
+
+    changes: tuple[tuple[int, bytes], ...]
+    db_hash: str
+
+
 @dataclass(frozen=True)
 class HashLayout:
     """The base DB serialized once, with the byte span of every entity and a sha256 checkpoint before it."""
@@ -138,6 +153,10 @@ class HashLayout:
 
     def hash_with(self, changed: Mapping[tuple[str, str], Entity]) -> str:
         """sha256 of the base with the given entities replaced; cost grows with the changes, not the DB."""
+        return self.hash_of(self.replacements(changed))
+
+    def replacements(self, changed: Mapping[tuple[str, str], Entity]) -> list[Replacement]:
+        """The given entities that differ from the base, serialized, in the base's order."""
         view = memoryview(self.blob)
         replaced = []
         for key, entity in changed.items():
@@ -145,9 +164,19 @@ class HashLayout:
             fragment = entity_fragment(entity)
             if fragment != view[span[1] : span[2]]:  # a copy that ended up equal to the base costs nothing
                 replaced.append((span, fragment))
+        replaced.sort()
+        return replaced
+
+    @staticmethod
+    def changes(replaced: list[Replacement]) -> tuple[tuple[int, bytes], ...]:
+        return tuple((span[0], hashlib.sha256(fragment).digest()) for span, fragment in replaced)
+
+    def hash_of(self, replaced: list[Replacement]) -> str:
+        """sha256 of the base with `replaced` (from `replacements`) in place: the bytes after the first
+        replaced entity are hashed again, ~1 ms for the 1.4 MiB retail DB."""
         if not replaced:
             return self.initial_hash
-        replaced.sort()
+        view = memoryview(self.blob)
         (position, _, _), _ = replaced[0]
         running = self.checkpoints[position].copy()
         cursor = replaced[0][0][1]
@@ -244,8 +273,19 @@ class OverlayDb:
     def changed_count(self) -> int:
         return len(self._orders) + len(self._users)
 
-    def db_hash(self) -> str:
-        return self._base.layout.hash_with(self.changed())
+    def db_hash(self, known: DbFingerprint | None = None) -> str:
+        """The DB's hash; when it is the DB `known` was taken of (the gold end state, most often), that one's
+        hash without hashing again."""
+        layout = self._base.layout
+        replaced = layout.replacements(self.changed())
+        if known is not None and known.changes == layout.changes(replaced):
+            return known.db_hash
+        return layout.hash_of(replaced)
+
+    def fingerprint(self) -> DbFingerprint:
+        layout = self._base.layout
+        replaced = layout.replacements(self.changed())
+        return DbFingerprint(layout.changes(replaced), layout.hash_of(replaced))
 
     def dump(self) -> dict[str, dict[str, Entity]]:
         """The whole DB as upstream's model_dump() (a fresh deep copy; for debugging and tests)."""

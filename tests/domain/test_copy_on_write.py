@@ -7,6 +7,7 @@ import json
 import tracemalloc
 
 from retail_domain import RetailData
+from retail_domain.store import DbFingerprint
 
 from .conftest import INITIAL_HASH
 
@@ -121,3 +122,41 @@ def test_a_write_that_restores_the_base_value_hashes_as_initial(data: RetailData
     assert not env.call("modify_user_address", {"user_id": "yusuf_rossi_9620", **address}).error
     assert env.changed_entities() == 1
     assert env.db_hash() == INITIAL_HASH == full_hash(env.dump())
+
+
+def test_a_db_equal_to_a_known_one_takes_its_hash_and_any_other_is_hashed(data: RetailData) -> None:
+    """`db_hash(known=...)`: the end state is compared with a fingerprint (each entity that differs from the
+    base, by sha256) and, when equal, takes the fingerprint's hash without hashing the DB. A stand-in hash
+    shows which way each answer came; every DB that differs by even one entity is hashed in full."""
+    first = data.new_environment()
+    assert not first.call("cancel_pending_order", CANCEL).error
+    known = first.db_fingerprint()
+    assert known.db_hash == full_hash(first.dump()) and len(known.changes) == 2  # the order and the user
+    stand_in = DbFingerprint(known.changes, "stand-in")
+
+    same = data.new_environment()  # the same end state, reached again
+    assert not same.call("cancel_pending_order", CANCEL).error
+    assert same.db_hash(known=stand_in) == "stand-in"
+
+    other_reason = data.new_environment()  # one field of one entity differs
+    assert not other_reason.call("cancel_pending_order", {**CANCEL, "reason": "ordered by mistake"}).error
+    assert other_reason.db_hash(known=stand_in) == full_hash(other_reason.dump()) != known.db_hash
+
+    untouched = data.new_environment()  # nothing differs: the base's hash, not the known one
+    assert untouched.db_hash(known=stand_in) == INITIAL_HASH
+
+    one_more = data.new_environment()  # the known changes and one more entity
+    assert not one_more.call("cancel_pending_order", CANCEL).error
+    address = {**data.base.users["yusuf_rossi_9620"]["address"], "city": "elsewhere"}
+    assert not one_more.call("modify_user_address", {"user_id": "yusuf_rossi_9620", **address}).error
+    assert one_more.db_hash(known=stand_in) == full_hash(one_more.dump())
+
+
+def test_the_gold_outcome_carries_the_fingerprint_of_its_end_state(data: RetailData) -> None:
+    for task_id in ("0", "5", "57"):
+        gold = data.gold(task_id)
+        replayed = data.new_environment()
+        for call in gold.actions:
+            replayed.call(call.name, call.arguments)
+        assert gold.db_hash == full_hash(replayed.dump())
+        assert replayed.db_fingerprint() == gold.db
