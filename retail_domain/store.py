@@ -151,10 +151,6 @@ class HashLayout:
         running.update(view[previous:])
         return cls(blob, spans, tuple(checkpoints), running.hexdigest())
 
-    def hash_with(self, changed: Mapping[tuple[str, str], Entity]) -> str:
-        """sha256 of the base with the given entities replaced; cost grows with the changes, not the DB."""
-        return self.hash_of(self.replacements(changed))
-
     def replacements(self, changed: Mapping[tuple[str, str], Entity]) -> list[Replacement]:
         """The given entities that differ from the base, serialized, in the base's order."""
         view = memoryview(self.blob)
@@ -172,8 +168,9 @@ class HashLayout:
         return tuple((span[0], hashlib.sha256(fragment).digest()) for span, fragment in replaced)
 
     def hash_of(self, replaced: list[Replacement]) -> str:
-        """sha256 of the base with `replaced` (from `replacements`) in place: the bytes after the first
-        replaced entity are hashed again, ~1 ms for the 1.4 MiB retail DB."""
+        """sha256 of the base with `replaced` (from `replacements`) in place; the cost grows with the changes,
+        not the DB, but the bytes after the first replaced entity are hashed again (~1 ms for the 1.4 MiB
+        retail DB)."""
         if not replaced:
             return self.initial_hash
         view = memoryview(self.blob)

@@ -20,9 +20,10 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
-CONNECT_TIMEOUT_S = 5.0
 """How long a SQLite write waits for the file's write lock before giving up."""
+CONNECT_TIMEOUT_S = 5.0
 PING_AFTER_IDLE_S = 1.0
+"""A pooled PostgreSQL connection idle this long is checked with a round trip before it is used again."""
 # Connections a process keeps for the service's tables, and may open beyond that at busy moments. A
 # connection opened beyond the kept ones is closed as soon as it is back, and opening one costs ~2.7 ms of
 # CPU (asyncpg, with the TLS attempt), ten times a pooled statement: keeping as many as the trials that store
@@ -30,7 +31,6 @@ PING_AFTER_IDLE_S = 1.0
 # (111 connections opened in a 456-trial run at 10 kept, 30 at 32; docs/benchmarks.md, "Turn cost").
 DB_POOL_SIZE = 32
 DB_MAX_OVERFLOW = 8
-"""A pooled PostgreSQL connection idle this long is checked with a round trip before it is used again."""
 SQLITE_CACHE_KIB = 512
 """Page cache of each SQLite connection (SQLite's own default is 2,000 KiB). The pool keeps several
 connections, each on a thread of its own, and each filled its cache as the file grew: ~2 MiB of RSS apiece

@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from sqlalchemy import (
     ARRAY,
+    Column,
     ColumnElement,
     Float,
     Table,
@@ -370,10 +371,15 @@ _COUNT_TRIAL_AND_TIME = _COUNT_TRIAL.values(
 )
 
 
+def _row_columns(table: Table) -> list[Column[Any]]:
+    """The columns of a trial's child rows (messages, verdicts) that its values fill in."""
+    return [c for c in table.c if c.name not in ("id", "trial_id")]
+
+
 def _insert_rows_of_stored_trial(table: Table, stored_trial: Any, name: str) -> Any:
     """A CTE inserting the rows of `table` (transcript messages or verdicts) of the trial `stored_trial` just
     inserted: one array parameter per column (`<name>_<column>`), unnested into rows."""
-    columns = [c for c in table.c if c.name not in ("id", "trial_id")]
+    columns = _row_columns(table)
     rows = (
         func.unnest(*[bindparam(f"{name}_{c.name}", type_=ARRAY(c.type)) for c in columns])
         .table_valued(*[c.name for c in columns])
@@ -410,9 +416,7 @@ _SAVE_TRIAL_AT_ONCE = _COUNT_TRIAL_AND_TIME.add_cte(
 
 
 def _columns(prefix: str, rows: list[dict[str, Any]], table: Table) -> dict[str, list[Any]]:
-    return {
-        f"{prefix}_{c.name}": [r[c.name] for r in rows] for c in table.c if c.name not in ("id", "trial_id")
-    }
+    return {f"{prefix}_{c.name}": [r[c.name] for r in rows] for c in _row_columns(table)}
 
 
 # A trial job's opening read, one Core statement (the ORM `get` and a separate existence query cost twice the
