@@ -26,7 +26,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from api.auth import PrincipalDep
+from api.security.auth import PrincipalDep
 from green_agent import llm
 from green_agent.bounded_cache import BoundedCache
 from green_agent.models import TranscriptMessage, TrialResult

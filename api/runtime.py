@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from a2a.server.tasks import DatabaseTaskStore
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.a2a.tenancy import TenantTaskStore
 from api.db.engine import create_engine
 from api.db.migrate import schema_lock, upgrade
 from api.db.repository import AssessmentRepository, RunnerLease
@@ -31,7 +30,8 @@ from api.events import QUEUE_SIZE, EventRelay, ProgressHub
 from api.memory import limit_malloc_arenas
 from api.metrics import AGENT_HOSTS, measure_loop_lag
 from api.queue import QueueSettings, TrialQueue
-from api.quotas import QuotaPolicy
+from api.security.quotas import QuotaPolicy
+from api.security.tenancy import TenantTaskStore
 from api.service import AssessmentService
 from api.settings import Settings
 from green_agent.engine import Engine

@@ -53,7 +53,7 @@ from api.events import (
 from api.logs import trial_context
 from api.metrics import TurnClock, agent_host
 from api.queue import TrialQueue, is_transient
-from api.quotas import QuotaPolicy
+from api.security.quotas import QuotaPolicy
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
 from green_agent.errors import AgentNotReachedError, LLMUnavailableError

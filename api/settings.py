@@ -25,7 +25,7 @@ from api.db.engine import DB_MAX_OVERFLOW, DB_POOL_SIZE, PING_AFTER_IDLE_S, SQLI
 from api.logs import LogFormat
 from api.memory import MALLOC_ARENAS
 from api.queue import QueueSettings
-from api.quotas import QuotaPolicy, TenantQuota
+from api.security.quotas import QuotaPolicy, TenantQuota
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
 from green_agent.limits import AgentLimits
 from green_agent.usage import ModelPrice

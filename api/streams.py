@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.auth import PrincipalUser
 from api.db.keys import KeyRepository
+from api.security.auth import PrincipalUser
 
 logger = logging.getLogger(__name__)
 

@@ -22,11 +22,11 @@ from google.protobuf.json_format import MessageToDict  # type: ignore[import-unt
 
 from api.a2a.request import RequestError, parse_request, redact_text
 from api.a2a.result import RESULT_ARTIFACT, result_parts
-from api.a2a.tenancy import owner_context, principal_of
 from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord, IdempotencyConflict
 from api.events import PROGRESS_ONLY, Lagged, StatusChanged, Subscription, TrialDone
-from api.quotas import QuotaExceeded
 from api.request_limits import short
+from api.security.quotas import QuotaExceeded
+from api.security.tenancy import owner_context, principal_of
 from green_agent.config import ConfigError
 
 if TYPE_CHECKING:

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Header, HTTPException, Query, Response, status
 from fastapi.responses import JSONResponse
 
 from api.a2a.result import result_data
-from api.auth import PrincipalDep
 from api.db.repository import IdempotencyConflict
 from api.deps import RepositoryDep, RuntimeDep, ServiceDep
-from api.quotas import QuotaExceeded
 from api.schemas import MAX_OFFSET, NOT_FOUND, AssessmentPublic, AssessmentsPage, LeaderboardResult
+from api.security.auth import PrincipalDep
+from api.security.quotas import QuotaExceeded
 from api.tau2_interop import NotExportable, export_document
 from green_agent.config import AssessmentConfig, ConfigError
 

@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from api.auth import PrincipalDep
 from api.db.repository import TERMINAL
 from api.deps import ServiceDep
 from api.events import Lagged, StatusChanged
 from api.schemas import NOT_FOUND
+from api.security.auth import PrincipalDep
 
 router = APIRouter(prefix="/assessments/{assessment_id}/events", tags=["events"], responses=NOT_FOUND)
 

@@ -1,7 +1,7 @@
 """Who is looking at the web UI, and what they may see.
 
-A browser cannot add an API key header to a link, so the UI has a login form: the key is pasted once and
-kept in a cookie that api/auth.py reads on /ui paths only (never on REST or A2A). The cookie is HttpOnly
+A browser cannot add an API key header to a link, so the UI has a login form: the key is pasted once and kept
+in a cookie that api/security/auth.py reads on /ui paths only (never on REST or A2A). The cookie is HttpOnly
 (scripts cannot read it), SameSite=Strict (other sites' pages cannot make the browser send it), Path=/ui, and
 Secure when the page was served over https. It holds the key itself rather than a server-side session id:
 every request looks the key up (hashed) exactly as a Bearer header is, so revoking the key ends every browser
@@ -23,15 +23,16 @@ from urllib.parse import parse_qs, urlsplit
 
 from fastapi import HTTPException, Request, status
 
-from api.auth import Principal, PrincipalUser
 from api.db.repository import AssessmentRecord
 from api.runtime import Runtime
+from api.security.auth import Principal, PrincipalUser
 
 LOGIN_BODY_MAX_BYTES = 4096  # a form with one API key; anything larger is not ours
 
 
 def request_principal(request: Request) -> Principal:
-    """The principal api/auth.py's middleware found for this request (Bearer header or the UI cookie)."""
+    """The principal api/security/auth.py's middleware found for this request (Bearer header or the UI
+    cookie)."""
     user = request.scope.get("user")
     if isinstance(user, PrincipalUser):
         return user.principal

@@ -95,7 +95,7 @@ GREEN_AGENT_ALLOW_PRIVATE_AGENTS."""
 
 class PrincipalUser(BaseUser, A2AUser):
     """A principal as Starlette's `request.user` and as the A2A SDK's `ServerCallContext.user` (one object,
-    both interfaces: api/a2a/tenancy.py hands it to the SDK as it is)."""
+    both interfaces: api/security/tenancy.py hands it to the SDK as it is)."""
 
     def __init__(self, principal: Principal) -> None:
         self.principal = principal

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import Request
 
-from api.auth import Principal, PrincipalUser
+from api.security.auth import Principal, PrincipalUser
 
 # ServerCallContext.state key naming the owner to use instead of the principal's tenant: the owner of an
 # existing task (admin access), or the tenant of an assessment finishing with no request around it.
@@ -104,6 +104,6 @@ class TenantTaskStore(DatabaseTaskStore):
         if self._is_admin(context):
             # The SDK filters with `owner == <resolved owner>`; resolving to the owner column itself makes
             # that `owner = owner`, true for every stored task (0003_tenancy gave ownerless tasks an owner).
-            # tests/api/test_tenancy.py checks that an admin lists both tenants' tasks.
+            # tests/api/security/test_tenancy.py checks that an admin lists both tenants' tasks.
             context = _with_owner(context, cast(str, self.task_model.owner))
         return await super().list(params, context)

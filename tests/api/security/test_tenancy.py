@@ -24,10 +24,10 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError
 
-from api.auth import Principal, open_mode_warning, principal_for_key
 from api.cli import main as cli_main
 from api.db.engine import create_engine
 from api.db.keys import KeyRepository, hash_key
+from api.security.auth import Principal, open_mode_warning, principal_for_key
 from tests.api.servers import a2a_text_request, poll, serve_green
 
 

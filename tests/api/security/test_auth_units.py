@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from api.auth import OPEN_PRINCIPAL, KeysUnavailable, Unauthenticated, authenticate, bearer_token
 from api.db.engine import create_engine
 from api.db.keys import MAX_KEY_CHARS, KeyRepository
 from api.db.migrate import upgrade
+from api.security.auth import OPEN_PRINCIPAL, KeysUnavailable, Unauthenticated, authenticate, bearer_token
 from tests.api.servers import free_port
 
 

@@ -1,6 +1,7 @@
-"""API keys under concurrency (api/auth.py, api/db/keys.py): requests keep arriving while a key is revoked or
-the first key is created, and none that starts after `revoke` (or `create`) returned gets through on the old
-terms; a stream opened before the revocation ends soon after it. Real server, SQLite and PostgreSQL."""
+"""API keys under concurrency (api/security/auth.py, api/db/keys.py): requests keep arriving while a key is
+revoked or the first key is created, and none that starts after `revoke` (or `create`) returned gets through
+on the old terms; a stream opened before the revocation ends soon after it. Real server, SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 

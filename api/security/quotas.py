@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from api.db.repository import Load
 from green_agent.config import AssessmentConfig, ConfigError
 
 
@@ -26,15 +27,6 @@ class TenantQuota:
     trials_per_assessment: int
     max_steps: int
     turn_timeout_s: float
-
-
-@dataclass(frozen=True)
-class Load:
-    """What is unfinished right now: the tenant's assessments and trials, and all trials."""
-
-    tenant_active_assessments: int
-    tenant_queued_trials: int
-    total_queued_trials: int
 
 
 class QuotaExceeded(Exception):
