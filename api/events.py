@@ -24,6 +24,7 @@ import psycopg
 from procrastinate import BaseConnector
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from api.settings import default_of
 from green_agent.models import TrialStarted, TurnTaken
 
 logger = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class EventSink(Protocol):
     def publish(self, assessment_id: str, event: HubEvent) -> None: ...
 
 
-QUEUE_SIZE = 10_000
+QUEUE_SIZE: int = default_of("stream_queue_events")
 """Events one subscriber may have waiting (GREEN_AGENT_STREAM_QUEUE_EVENTS sets the service's)."""
 
 

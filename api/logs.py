@@ -13,9 +13,8 @@ import logging
 from collections.abc import Iterator
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Literal
 
-LogFormat = Literal["text", "json"]
+from api.settings import LogFormat
 
 _assessment_id: ContextVar[str | None] = ContextVar("assessment_id", default=None)
 _task_id: ContextVar[str | None] = ContextVar("task_id", default=None)

@@ -14,8 +14,6 @@ import logging
 
 logger = logging.getLogger(__name__)
 
-MALLOC_ARENAS = 2
-"""Default of `GREEN_AGENT_MALLOC_ARENAS`."""
 M_ARENA_MAX = -8
 """mallopt's parameter number for the arena cap (glibc's malloc.h)."""
 

@@ -37,7 +37,7 @@ from procrastinate.utils import utcnow
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from api.db.engine import PING_AFTER_IDLE_S
+from api.settings import Settings, default_of
 
 logger = logging.getLogger(__name__)
 
@@ -75,15 +75,28 @@ def queue_of(assessment_id: str) -> str:
 class QueueSettings:
     """How workers run and how fast a dead one is noticed (operator settings, see api/settings.py)."""
 
-    worker_concurrency: int = 64
-    heartbeat_interval_s: float = 5.0
-    stalled_after_s: float = 30.0
-    poll_interval_s: float = 0.5
-    shutdown_grace_s: float = 5.0
+    worker_concurrency: int = default_of("max_concurrent_trials")
+    heartbeat_interval_s: float = default_of("worker_heartbeat_s")
+    stalled_after_s: float = default_of("worker_stalled_after_s")
+    poll_interval_s: float = default_of("worker_poll_interval_s")
+    shutdown_grace_s: float = default_of("worker_shutdown_grace_s")
     restart_pause_s: float = 2.0
-    pool_size: int = 5
-    connect_timeout_s: float = 5.0
-    ping_after_idle_s: float = PING_AFTER_IDLE_S
+    pool_size: int = default_of("queue_pool_size")
+    connect_timeout_s: float = default_of("db_connect_timeout_s")
+    ping_after_idle_s: float = default_of("db_ping_after_idle_s")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> QueueSettings:
+        return cls(
+            worker_concurrency=settings.worker_concurrency or settings.max_concurrent_trials,
+            heartbeat_interval_s=settings.worker_heartbeat_s,
+            stalled_after_s=settings.worker_stalled_after_s,
+            poll_interval_s=settings.worker_poll_interval_s,
+            shutdown_grace_s=settings.worker_shutdown_grace_s,
+            connect_timeout_s=settings.db_connect_timeout_s,
+            pool_size=settings.queue_pool_size,
+            ping_after_idle_s=settings.db_ping_after_idle_s,
+        )
 
 
 class TrialRetry(BaseRetryStrategy):

@@ -26,14 +26,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.db.engine import create_engine
 from api.db.migrate import schema_lock, upgrade
 from api.db.repository import AssessmentRepository, RunnerLease
-from api.events import QUEUE_SIZE, EventRelay, ProgressHub
+from api.events import EventRelay, ProgressHub
 from api.memory import limit_malloc_arenas
 from api.metrics import AGENT_HOSTS, measure_loop_lag
 from api.queue import QueueSettings, TrialQueue
 from api.security.quotas import QuotaPolicy
 from api.security.tenancy import TenantTaskStore
 from api.service import AssessmentService
-from api.settings import Settings
+from api.settings import Settings, default_of
 from green_agent.engine import Engine
 from green_agent.white_agent.egress import EgressPolicy
 from retail_domain import RetailData, load_retail_data
@@ -92,7 +92,7 @@ async def open_service(
     egress: EgressPolicy | None = None,
     quotas: QuotaPolicy | None = None,
     take_over: bool = True,
-    stream_queue_events: int = QUEUE_SIZE,
+    stream_queue_events: int = default_of("stream_queue_events"),
 ) -> AsyncIterator[AssessmentService]:
     """The service over an open engine: its trial queue, the progress relay (PostgreSQL) and, when `worker`,
     a queue worker running trials in this process; all stopped on exit (workers first). On SQLite a process
@@ -183,12 +183,12 @@ async def open_runtime(
             Engine(settings.engine_settings(), data) as engine,
             open_service(
                 settings.database_url,
-                settings.queue_settings(),
+                QueueSettings.from_settings(settings),
                 repository,
                 engine,
                 worker=run_worker,
                 egress=settings.egress_policy(),
-                quotas=settings.quota_policy(),
+                quotas=QuotaPolicy.from_settings(settings),
                 take_over=take_over,
                 stream_queue_events=settings.stream_queue_events,
             ) as service,

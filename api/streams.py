@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.db.keys import KeyRepository
 from api.security.auth import PrincipalUser
+from api.settings import default_of
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ class StreamGuard:
         send_timeout_s: float,
         retry_after_s: int,
         keys: KeyRepository | None = None,
-        key_recheck_s: float = 10.0,
+        key_recheck_s: float = default_of("stream_key_recheck_s"),
     ) -> None:
         self.app = app
         self.limits = limits

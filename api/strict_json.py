@@ -14,6 +14,7 @@ import json
 import math
 from typing import Any
 
+from api.settings import default_of
 from green_agent.config import unstorable_reason
 
 INT64_MIN = -(2**63)
@@ -85,7 +86,7 @@ def check_value(value: Any, *, max_depth: int) -> None:
             stack.extend((child, depth + 1, (i, crumb)) for i, child in enumerate(item))
 
 
-def loads(raw: bytes | str, *, max_depth: int = 32) -> Any:
+def loads(raw: bytes | str, *, max_depth: int = default_of("max_request_json_depth")) -> Any:
     """Parse JSON, refusing non-finite or out-of-range numbers, NUL, lone surrogates and deep nesting."""
     if isinstance(raw, bytes):
         try:

@@ -28,10 +28,11 @@ from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
 from api.db.tables import TranscriptMessageRow, TrialRow
-from api.memory import MALLOC_ARENAS, limit_malloc_arenas
+from api.memory import limit_malloc_arenas
 from api.queue import QueueSettings
 from api.runtime import freeze_startup_objects, open_service
 from api.service import AssessmentService
+from api.settings import default_of
 from bench.procstats import (
     machine_busy_seconds,
     peak_rss_bytes,
@@ -87,7 +88,7 @@ class GreenAgent:
 async def green_agent_service(
     database_url: str, settings: EngineSettings, data: RetailData
 ) -> AsyncIterator[GreenAgent]:
-    limit_malloc_arenas(MALLOC_ARENAS)  # as open_runtime does, with the default setting
+    limit_malloc_arenas(default_of("malloc_arenas"))  # as open_runtime does, with the default setting
     database = create_engine(database_url)
     freeze_startup_objects()  # as the service does once the data is loaded
     try:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from api import strict_json
+from api.settings import default_of
 from api.strict_json import preview
 from green_agent.config import MAX_TASK_IDS, AssessmentConfig, TaskSelection
 
@@ -148,7 +149,7 @@ def parse_request(
     *,
     split_ids: dict[str, tuple[str, ...]],
     user_models: list[str],
-    max_json_depth: int = 32,
+    max_json_depth: int = default_of("max_request_json_depth"),
 ) -> tuple[AssessmentConfig, list[str]]:
     """Turn the request text into an AssessmentConfig plus notes for the requester (what was ignored/mapped).
 

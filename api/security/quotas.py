@@ -12,9 +12,10 @@ Operators set defaults (`Settings.quota_*`) and per-tenant overrides (`Settings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from api.db.repository import Load
+from api.settings import Settings
 from green_agent.config import AssessmentConfig, ConfigError
 
 
@@ -43,6 +44,26 @@ class QuotaPolicy:
     overrides: dict[str, TenantQuota]
     total_queued_trials: int
     retry_after_s: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> QuotaPolicy:
+        default = TenantQuota(
+            active_assessments=settings.quota_active_assessments,
+            queued_trials=settings.quota_queued_trials,
+            trials_per_assessment=settings.quota_trials_per_assessment,
+            max_steps=settings.quota_max_steps,
+            turn_timeout_s=settings.quota_turn_timeout_s,
+        )
+        overrides = {
+            tenant: replace(default, **override.model_dump(exclude_none=True))
+            for tenant, override in settings.tenant_quotas.items()
+        }
+        return cls(
+            default=default,
+            overrides=overrides,
+            total_queued_trials=settings.quota_queued_trials_total,
+            retry_after_s=settings.quota_retry_after_s,
+        )
 
     def for_tenant(self, tenant: str) -> TenantQuota:
         return self.overrides.get(tenant, self.default)

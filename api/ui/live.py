@@ -24,9 +24,10 @@ from sse_starlette import ServerSentEvent
 from api.db.repository import TERMINAL, AssessmentRepository
 from api.events import PROGRESS_ONLY, HubEvent, Lagged, StatusChanged, Subscription, TrialDone
 from api.service import AssessmentService
+from api.settings import default_of
 from api.ui import views
 
-QUEUE_EVENTS = 256
+QUEUE_EVENTS: int = default_of("ui_live_queue_events")
 """Finished trials and status changes one assessment's subscription may hold for a live stream
 (GREEN_AGENT_UI_LIVE_QUEUE_EVENTS)."""
 
