@@ -27,19 +27,20 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.authentication import AuthenticationMiddleware
 
-from api import __version__, metrics
+from api import __version__
 from api.a2a.card import JSONRPC_PATH, REST_PREFIX, build_agent_card
 from api.a2a.executor import AssessmentExecutor
 from api.db.engine import create_engine
 from api.db.keys import KeyRepository
 from api.request_limits import RequestGuard, validation_error_handler
 from api.routes import assessments, events, health, trials
-from api.runtime import open_runtime, resume
+from api.runtime import metrics
+from api.runtime.runtime import open_runtime, resume
+from api.runtime.service import AssessmentNotFound
+from api.runtime.streams import StreamGuard, StreamLimits
 from api.security.auth import OPEN_PRINCIPAL, BearerKeyBackend, auth_error_response, open_mode_warning
 from api.security.tenancy import TenantContextBuilder, TenantTaskStore
-from api.service import AssessmentNotFound
 from api.settings import Settings
-from api.streams import StreamGuard, StreamLimits
 from api.ui import routes as ui
 
 logger = logging.getLogger(__name__)

@@ -267,13 +267,13 @@ async def _check_database(settings: Settings) -> None:
 
 
 def _configure_logging(level: str, settings: Settings) -> None:
-    from api.logs import configure_logging
+    from api.runtime.logs import configure_logging
 
     configure_logging(level, settings.log_format)
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from api.worker import run_worker
+    from api.runtime.worker import run_worker
 
     settings = _settings(
         database_url=args.database_url, worker_concurrency=args.concurrency, log_format=args.log_format

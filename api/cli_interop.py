@@ -12,10 +12,16 @@ from rich.console import Console
 from rich.table import Table
 
 from api.exit_codes import ExitCode
-from api.runtime import open_runtime
-from api.service import AssessmentNotFound
+from api.runtime.runtime import open_runtime
+from api.runtime.service import AssessmentNotFound
+from api.runtime.tau2_interop import (
+    NotExportable,
+    export_document,
+    store_rescore,
+    write_json,
+    write_submission,
+)
 from api.settings import Settings
-from api.tau2_interop import NotExportable, export_document, store_rescore, write_json, write_submission
 from green_agent.engine import Engine
 from green_agent.tau2_format.rescore import InvalidResultsFile, RescoreReport, rescore_document
 from green_agent.tau2_format.submission import SubmissionRefused, Submitter

@@ -17,9 +17,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from api.db.repository import COMPLETED, AssessmentRecord
-from api.events import Subscription, TrialDone
 from api.exit_codes import ExitCode, exit_code
-from api.runtime import Runtime, open_runtime
+from api.runtime.events import Subscription, TrialDone
+from api.runtime.runtime import Runtime, open_runtime
 from api.schemas import AssessmentPublic
 from api.settings import Settings
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection

@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, status
 
 from api.db.repository import AssessmentRepository
-from api.runtime import Runtime
-from api.service import AssessmentService
+from api.runtime.runtime import Runtime
+from api.runtime.service import AssessmentService
 
 
 def get_runtime(request: Request) -> Runtime:

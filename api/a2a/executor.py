@@ -23,14 +23,14 @@ from google.protobuf.json_format import MessageToDict  # type: ignore[import-unt
 from api.a2a.request import RequestError, parse_request, redact_text
 from api.a2a.result import RESULT_ARTIFACT, result_parts
 from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord, IdempotencyConflict
-from api.events import PROGRESS_ONLY, Lagged, StatusChanged, Subscription, TrialDone
 from api.request_limits import short
+from api.runtime.events import PROGRESS_ONLY, Lagged, StatusChanged, Subscription, TrialDone
 from api.security.quotas import QuotaExceeded
 from api.security.tenancy import owner_context, principal_of
 from green_agent.config import ConfigError
 
 if TYPE_CHECKING:
-    from api.runtime import Runtime
+    from api.runtime.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 

@@ -116,9 +116,9 @@ def _ping_when_idle(engine: AsyncEngine, idle_s: float) -> None:
 
     SQLAlchemy's `pool_pre_ping` checks every checkout, and on asyncpg a check is three round trips (BEGIN,
     `;`, ROLLBACK): more than the statement it guards for most of our reads. A connection that was in use a
-    moment ago is alive unless the server went away in that moment; then the statement fails with a
-    connection error, which is transient (`api.queue.is_transient`): the pool drops the connection and the
-    write is retried. Idle connections, e.g. after a database restart, are checked as before."""
+    moment ago is alive unless the server went away in that moment; then the statement fails with a connection
+    error, which is transient (`api.runtime.queue.is_transient`): the pool drops the connection and the write
+    is retried. Idle connections, e.g. after a database restart, are checked as before."""
 
     def on_checkin(dbapi_connection: Any, record: Any) -> None:
         record.info["returned_at"] = time.monotonic()

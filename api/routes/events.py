@@ -14,7 +14,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.db.repository import TERMINAL
 from api.deps import ServiceDep
-from api.events import Lagged, StatusChanged
+from api.runtime.events import Lagged, StatusChanged
 from api.schemas import NOT_FOUND
 from api.security.auth import PrincipalDep
 

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from api.runtime import Runtime
+from api.runtime.runtime import Runtime
 from api.schemas import Health, Readiness
 
 router = APIRouter(tags=["health"])

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import HTTPException, Request, status
 
 from api.db.repository import AssessmentRecord
-from api.runtime import Runtime
+from api.runtime.runtime import Runtime
 from api.security.auth import Principal, PrincipalUser
 
 LOGIN_BODY_MAX_BYTES = 4096  # a form with one API key; anything larger is not ours

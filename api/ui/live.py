@@ -5,7 +5,8 @@ assessment; it opens this one, for every unfinished assessment on the page. Each
 (`{assessment_id, status, trials_done, trials_total}`); the stream starts with the current state of each,
 sends a new event per finished trial or status change, and ends once all of them are finished (or when the
 reader falls behind: its bounded queue ends with `lagged`, the stream ends, and the browser reconnects and
-starts from the current state again; a reader that stops reading altogether is dropped by `api.streams`).
+starts from the current state again; a reader that stops reading altogether is dropped by
+`api.runtime.streams`).
 
 Asked `with_trials` (the assessment page), it also sends a `trial` event per finished trial, with the grid
 cell that trial now has (`{assessment_id, task_id, trial, outcome, title, href}`), read back from storage.
@@ -22,8 +23,8 @@ from pydantic import BaseModel
 from sse_starlette import ServerSentEvent
 
 from api.db.repository import TERMINAL, AssessmentRepository
-from api.events import PROGRESS_ONLY, HubEvent, Lagged, StatusChanged, Subscription, TrialDone
-from api.service import AssessmentService
+from api.runtime.events import PROGRESS_ONLY, HubEvent, Lagged, StatusChanged, Subscription, TrialDone
+from api.runtime.service import AssessmentService
 from api.settings import default_of
 from api.ui import views
 

@@ -23,10 +23,10 @@ from api.a2a.result import result_data
 from api.db.keys import KeyRepository
 from api.db.repository import STATUSES, AssessmentRecord, trial_summary
 from api.deps import RuntimeDep
-from api.runtime import Runtime
+from api.runtime.runtime import Runtime
+from api.runtime.service import AssessmentNotFound
 from api.schemas import AssessmentPublic
 from api.security.auth import UI_LOGIN_PATH, UI_PREFIX, UI_SESSION_COOKIE, principal_for_key
-from api.service import AssessmentNotFound
 from api.ui import views
 from api.ui.access import request_principal, same_origin_form, submitted_key, visible_assessment
 from api.ui.live import progress_stream

@@ -13,7 +13,7 @@ from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError
 
 from api.db.engine import DB_POOL_SIZE, create_engine
-from api.queue import QueueSettings, TrialQueue
+from api.runtime.queue import QueueSettings, TrialQueue
 
 
 async def test_connections_are_checked_only_after_sitting_idle(pg_database: str) -> None:

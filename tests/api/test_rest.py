@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api.service import SCRIPTED_CUSTOMER_WARNING
+from api.runtime.service import SCRIPTED_CUSTOMER_WARNING
 from tests.api.servers import poll, serve_green
 
 

@@ -52,7 +52,7 @@ async def test_metrics_after_an_assessment(database_url: str, oracle_url: str) -
 
 
 async def test_llm_calls_latency_and_errors_are_counted() -> None:
-    from api.metrics import REGISTRY
+    from api.runtime.metrics import REGISTRY
 
     def value(name: str, **labels: str) -> float:
         return REGISTRY.get_sample_value(name, labels) or 0.0

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 
-from api.logs import JsonFormatter, trial_context
+from api.runtime.logs import JsonFormatter, trial_context
 
 
 def test_json_lines_carry_the_trial_ids_of_their_context() -> None:

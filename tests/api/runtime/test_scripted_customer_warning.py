@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from api.service import SCRIPTED_CUSTOMER_WARNING
+from api.runtime.service import SCRIPTED_CUSTOMER_WARNING
 from tests.api.servers import serve_green
 
 

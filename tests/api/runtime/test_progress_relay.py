@@ -8,8 +8,8 @@ import asyncio
 
 import psycopg
 
-from api.events import CHANNEL, PROGRESS_ONLY, STATUS_ONLY, EventRelay, ProgressHub, TrialDone
-from api.queue import QueueSettings, TrialQueue, psycopg_conninfo
+from api.runtime.events import CHANNEL, PROGRESS_ONLY, STATUS_ONLY, EventRelay, ProgressHub, TrialDone
+from api.runtime.queue import QueueSettings, TrialQueue, psycopg_conninfo
 from green_agent.models import TranscriptMessage, TurnTaken
 
 

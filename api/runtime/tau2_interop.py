@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from api.db.repository import COMPLETED, AssessmentRecord, NewAssessment
-from api.runtime import Runtime
+from api.runtime.runtime import Runtime
 from green_agent.config import AssessmentConfig
 from green_agent.metrics import compute_report
 from green_agent.tau2_format import ExportSource, tau2_results

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import generate_latest
 
-from api.metrics import AGENT_HOSTS, REGISTRY, TURN_SECONDS, observe_turn
+from api.runtime.metrics import AGENT_HOSTS, REGISTRY, TURN_SECONDS, observe_turn
 
 
 @pytest.fixture

@@ -26,13 +26,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.db.engine import create_engine
 from api.db.migrate import schema_lock, upgrade
 from api.db.repository import AssessmentRepository, RunnerLease
-from api.events import EventRelay, ProgressHub
-from api.memory import limit_malloc_arenas
-from api.metrics import AGENT_HOSTS, measure_loop_lag
-from api.queue import QueueSettings, TrialQueue
+from api.runtime.events import EventRelay, ProgressHub
+from api.runtime.memory import limit_malloc_arenas
+from api.runtime.metrics import AGENT_HOSTS, measure_loop_lag
+from api.runtime.queue import QueueSettings, TrialQueue
+from api.runtime.service import AssessmentService
 from api.security.quotas import QuotaPolicy
 from api.security.tenancy import TenantTaskStore
-from api.service import AssessmentService
 from api.settings import Settings, default_of
 from green_agent.engine import Engine
 from green_agent.white_agent.egress import EgressPolicy

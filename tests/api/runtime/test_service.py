@@ -13,9 +13,9 @@ from sqlalchemy import text
 
 from api.db.engine import create_engine
 from api.db.repository import COMPLETED, FAILED
-from api.metrics import TurnClock
-from api.runtime import open_runtime
-from api.service import _Opened
+from api.runtime.metrics import TurnClock
+from api.runtime.runtime import open_runtime
+from api.runtime.service import _Opened
 from green_agent.config import AssessmentConfig, TaskSelection
 from green_agent.engine import AssessmentRun
 from green_agent.models import TranscriptMessage, TrialResult

@@ -14,8 +14,8 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
-from api.queue import QueueSettings, TrialQueue, is_transient
-from api.runtime import open_runtime
+from api.runtime.queue import QueueSettings, TrialQueue, is_transient
+from api.runtime.runtime import open_runtime
 from green_agent.config import AssessmentConfig, TaskSelection
 from tests.api.servers import green_settings
 

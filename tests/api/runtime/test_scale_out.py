@@ -20,7 +20,7 @@ import httpx
 from sqlalchemy import text
 
 from api.db.engine import create_engine
-from api.runtime import open_runtime
+from api.runtime.runtime import open_runtime
 from green_agent.config import AssessmentConfig, TaskSelection
 from tests.api.servers import GreenProcess, free_port, green_settings, poll
 

@@ -1,11 +1,11 @@
 """AssessmentService: the one place where assessments are created, run, cancelled and finished.
 
 REST routes, the A2A executor and the CLI all go through it, so the two network doors lead to the same
-assessments. An assessment is split into one queue job per trial (`api.queue`); whichever worker process
-takes a job runs the trial, commits it (outside its concurrency slot, before the job is acknowledged), and,
-when it was the last one, computes the report and finishes the assessment. Trials are unique on (assessment,
-task, trial), so a job run twice (its worker died after the commit) never counts twice, and finishing is a
-conditional update, so exactly one process finishes an assessment.
+assessments. An assessment is split into one queue job per trial (`api.runtime.queue`); whichever worker
+process takes a job runs the trial, commits it (outside its concurrency slot, before the job is acknowledged),
+and, when it was the last one, computes the report and finishes the assessment. Trials are unique on
+(assessment, task, trial), so a job run twice (its worker died after the commit) never counts twice, and
+finishing is a conditional update, so exactly one process finishes an assessment.
 
 Cancellation: `cancel()` (a user asked) marks the assessment cancelled and stops its jobs on every worker;
 a worker that shuts down puts its running jobs back in the queue, for another worker or the next start.
@@ -40,7 +40,7 @@ from api.db.repository import (
     RunnerLease,
 )
 from api.db.tables import DEFAULT_TENANT
-from api.events import (
+from api.runtime.events import (
     STATUS_ONLY,
     EventKinds,
     EventSink,
@@ -50,9 +50,9 @@ from api.events import (
     Subscription,
     TrialDone,
 )
-from api.logs import trial_context
-from api.metrics import TurnClock, agent_host
-from api.queue import TrialQueue, is_transient
+from api.runtime.logs import trial_context
+from api.runtime.metrics import TurnClock, agent_host
+from api.runtime.queue import TrialQueue, is_transient
 from api.security.quotas import QuotaPolicy
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun

@@ -1,7 +1,7 @@
-"""Event streams are bounded (api/streams.py, api/ui/live.py): open streams per tenant and in total (429
-with Retry-After past either), a reader that stops reading is dropped with its buffers, and a crowd of readers
-keeps memory flat. Real server on loopback, real sockets; events are published into the running service's hub
-(the same call the engine's progress reaches), as many as a long assessment makes."""
+"""Event streams are bounded (api/runtime/streams.py, api/ui/live.py): open streams per tenant and in total
+(429 with Retry-After past either), a reader that stops reading is dropped with its buffers, and a crowd of
+readers keeps memory flat. Real server on loopback, real sockets; events are published into the running
+service's hub (the same call the engine's progress reaches), as many as a long assessment makes."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from fastapi import FastAPI
 
 from api.db.engine import create_engine
 from api.db.keys import KeyRepository
-from api.events import StatusChanged, TrialDone
-from api.streams import StreamLimits
+from api.runtime.events import StatusChanged, TrialDone
+from api.runtime.streams import StreamLimits
 from green_agent.models import TranscriptMessage, TurnTaken
 from tests.api.servers import serve_green_app
 from tests.api.test_a2a import a2a_client, agentbeats, request

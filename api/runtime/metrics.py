@@ -32,7 +32,7 @@ from green_agent.bounded_cache import BoundedCache
 from green_agent.models import TranscriptMessage, TrialResult
 
 if TYPE_CHECKING:
-    from api.runtime import Runtime
+    from api.runtime.runtime import Runtime
 
 REGISTRY = CollectorRegistry()
 NAMESPACE = "green_agent"

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from api.db.repository import COMPLETED, AssessmentRepository, NewAssessment, RunnerLease
 from api.db.tables import AssessmentRow
-from api.runtime import worker_name
+from api.runtime.runtime import worker_name
 
 
 def new(lease: RunnerLease | None) -> NewAssessment:

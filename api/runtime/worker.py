@@ -11,7 +11,7 @@ import asyncio
 import logging
 import signal
 
-from api.runtime import open_runtime, resume, worker_name
+from api.runtime.runtime import open_runtime, resume, worker_name
 from api.settings import Settings
 
 logger = logging.getLogger(__name__)

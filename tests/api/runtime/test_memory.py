@@ -16,20 +16,20 @@ from pydantic import ValidationError
 from sqlalchemy import text
 
 from api.db.repository import COMPLETED, AssessmentRecord
-from api.queue import LocalConnector
-from api.runtime import open_runtime
+from api.runtime.queue import LocalConnector
+from api.runtime.runtime import open_runtime
 from green_agent.config import AssessmentConfig, TaskSelection
 from green_agent.models import TrialResult, TurnTaken
 from tests.api.servers import green_settings
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 SERVICE_WITHOUT_LLM = textwrap.dedent(
     """
     import asyncio, sys
 
-    import api.app, api.cli, api.worker
-    from api.runtime import open_runtime
+    import api.app, api.cli, api.runtime.worker
+    from api.runtime.runtime import open_runtime
     from api.settings import Settings
 
     async def main() -> None:
@@ -120,7 +120,7 @@ async def test_the_in_memory_queue_keeps_only_waiting_and_running_jobs(
 ARENAS = textwrap.dedent(
     """
     import ctypes, sys, threading
-    from api.memory import limit_malloc_arenas
+    from api.runtime.memory import limit_malloc_arenas
 
     cap = int(sys.argv[1])
     print(limit_malloc_arenas(cap))
