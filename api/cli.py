@@ -216,7 +216,7 @@ def _interop(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from api.app import create_app
+    from api.web.app import create_app
 
     settings = _settings(
         host=args.host,

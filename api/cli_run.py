@@ -20,8 +20,8 @@ from api.db.repository import COMPLETED, AssessmentRecord
 from api.exit_codes import ExitCode, exit_code
 from api.runtime.events import Subscription, TrialDone
 from api.runtime.runtime import Runtime, open_runtime
-from api.schemas import AssessmentPublic
 from api.settings import Settings
+from api.web.schemas import AssessmentPublic
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection
 from green_agent.metrics import NOT_JUDGED
 from green_agent.models import SIGNAL_NL, AssessmentReport

@@ -51,8 +51,8 @@ PUBLIC_PATHS = frozenset(
 )
 BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="green-agent"'}
 
-# The web UI (api/ui/). A browser cannot put a key in a header, so on /ui paths only, the key may come in the
-# session cookie the login form sets (HttpOnly, SameSite=Strict, Path=/ui). REST and A2A never read it: a
+# The web UI (api/web/ui/). A browser cannot put a key in a header, so on /ui paths only, the key may come in
+# the session cookie the login form sets (HttpOnly, SameSite=Strict, Path=/ui). REST and A2A never read it: a
 # cookie is sent by the browser on its own, and honouring it there would open the API to cross-site requests.
 UI_PREFIX = "/ui"
 UI_SESSION_COOKIE = "green_agent_ui_key"

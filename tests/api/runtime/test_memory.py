@@ -28,7 +28,7 @@ SERVICE_WITHOUT_LLM = textwrap.dedent(
     """
     import asyncio, sys
 
-    import api.app, api.cli, api.runtime.worker
+    import api.web.app, api.cli, api.runtime.worker
     from api.runtime.runtime import open_runtime
     from api.settings import Settings
 

@@ -23,7 +23,7 @@ from api.runtime.events import StatusChanged, TrialDone
 from api.runtime.streams import StreamLimits
 from green_agent.models import TranscriptMessage, TurnTaken
 from tests.api.servers import serve_green_app
-from tests.api.test_a2a import a2a_client, agentbeats, request
+from tests.api.web.test_a2a import a2a_client, agentbeats, request
 
 QUEUED_ONLY = {"worker_enabled": False, "resume_on_start": False}
 MIB = 1024 * 1024

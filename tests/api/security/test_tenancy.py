@@ -214,12 +214,12 @@ async def test_serve_warns_in_open_mode_on_a_public_bind(
     database_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     # The socket is loopback (tests never listen elsewhere); `host` is what the operator asked for.
-    with caplog.at_level(logging.WARNING, logger="api.app"):
+    with caplog.at_level(logging.WARNING, logger="api.web.app"):
         async with serve_green(database_url, host="0.0.0.0"):
             pass
     assert any("OPEN MODE on 0.0.0.0" in r.getMessage() for r in caplog.records)
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="api.app"):
+    with caplog.at_level(logging.WARNING, logger="api.web.app"):
         async with serve_green(database_url, host="127.0.0.1"):
             pass
     assert not any("OPEN MODE" in r.getMessage() for r in caplog.records)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from api.a2a.request import RequestError, parse_request, shard
+from api.web.a2a.request import RequestError, parse_request, shard
 
 SPLITS = {"base": tuple(str(i) for i in range(10)), "train": ("0", "1"), "test": ("2",)}
 MODELS = ["scripted", "gpt-small"]

@@ -13,10 +13,10 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.db.repository import TERMINAL
-from api.deps import ServiceDep
 from api.runtime.events import Lagged, StatusChanged
-from api.schemas import NOT_FOUND
 from api.security.auth import PrincipalDep
+from api.web.deps import ServiceDep
+from api.web.schemas import NOT_FOUND
 
 router = APIRouter(prefix="/assessments/{assessment_id}/events", tags=["events"], responses=NOT_FOUND)
 

@@ -7,13 +7,13 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, HTTPException, Query, Response, status
 from fastapi.responses import JSONResponse
 
-from api.a2a.result import result_data
 from api.db.repository import IdempotencyConflict
-from api.deps import RepositoryDep, RuntimeDep, ServiceDep
 from api.runtime.tau2_interop import NotExportable, export_document
-from api.schemas import MAX_OFFSET, NOT_FOUND, AssessmentPublic, AssessmentsPage, LeaderboardResult
 from api.security.auth import PrincipalDep
 from api.security.quotas import QuotaExceeded
+from api.web.a2a.result import result_data
+from api.web.deps import RepositoryDep, RuntimeDep, ServiceDep
+from api.web.schemas import MAX_OFFSET, NOT_FOUND, AssessmentPublic, AssessmentsPage, LeaderboardResult
 from green_agent.config import AssessmentConfig, ConfigError
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])

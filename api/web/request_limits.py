@@ -2,7 +2,7 @@
 
 `RequestGuard` (pure ASGI, so streaming responses pass untouched) reads a request body up to
 `max_request_bytes` and answers 413 past it, before anything parses it (a Content-Length over the limit is
-refused without reading a byte). A JSON body must then pass `api.strict_json`: finite numbers, 64-bit
+refused without reading a byte). A JSON body must then pass `api.web.strict_json`: finite numbers, 64-bit
 integers, no NUL or lone surrogates in any string, nesting within `max_request_json_depth`; otherwise 422 on
 the REST routes, or a JSON-RPC parse error on the A2A JSON-RPC endpoint. A NUL in the path or query is a 422.
 
@@ -21,9 +21,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import strict_json
-from api.a2a.card import JSONRPC_PATH
-from api.strict_json import preview
+from api.web import strict_json
+from api.web.a2a.card import JSONRPC_PATH
+from api.web.strict_json import preview
 
 MAX_ERRORS = 20
 MAX_MESSAGE_CHARS = 500

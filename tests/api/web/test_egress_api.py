@@ -15,8 +15,8 @@ from sqlalchemy import inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.api.servers import poll, serve_green
-from tests.api.test_a2a import a2a_client, agentbeats, collect
-from tests.api.test_rest import read_sse
+from tests.api.web.test_a2a import a2a_client, agentbeats, collect
+from tests.api.web.test_rest import read_sse
 from tests.support.agents import FunctionExecutor, answer_done, serve_agent
 
 SECRET = "Bearer white-agent-secret-4c1d9"

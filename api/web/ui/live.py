@@ -26,7 +26,7 @@ from api.db.repository import TERMINAL, AssessmentRepository
 from api.runtime.events import PROGRESS_ONLY, HubEvent, Lagged, StatusChanged, Subscription, TrialDone
 from api.runtime.service import AssessmentService
 from api.settings import default_of
-from api.ui import views
+from api.web.ui import views
 
 QUEUE_EVENTS: int = default_of("ui_live_queue_events")
 """Finished trials and status changes one assessment's subscription may hold for a live stream

@@ -19,17 +19,17 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 from sse_starlette import EventSourceResponse
 
-from api.a2a.result import result_data
 from api.db.keys import KeyRepository
 from api.db.repository import STATUSES, AssessmentRecord, trial_summary
-from api.deps import RuntimeDep
 from api.runtime.runtime import Runtime
 from api.runtime.service import AssessmentNotFound
-from api.schemas import AssessmentPublic
 from api.security.auth import UI_LOGIN_PATH, UI_PREFIX, UI_SESSION_COOKIE, principal_for_key
-from api.ui import views
-from api.ui.access import request_principal, same_origin_form, submitted_key, visible_assessment
-from api.ui.live import progress_stream
+from api.web.a2a.result import result_data
+from api.web.deps import RuntimeDep
+from api.web.schemas import AssessmentPublic
+from api.web.ui import views
+from api.web.ui.access import request_principal, same_origin_form, submitted_key, visible_assessment
+from api.web.ui.live import progress_stream
 from green_agent.config import AssessmentConfig, ConfigError
 from green_agent.diagnosis import replay_trial
 

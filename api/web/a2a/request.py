@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from api import strict_json
 from api.settings import default_of
-from api.strict_json import preview
+from api.web import strict_json
+from api.web.strict_json import preview
 from green_agent.config import MAX_TASK_IDS, AssessmentConfig, TaskSelection
 
 EXPECTED = (
@@ -154,7 +154,7 @@ def parse_request(
     """Turn the request text into an AssessmentConfig plus notes for the requester (what was ignored/mapped).
 
     `split_ids` are the task ids of each split (to apply sharding); `user_models` the configured names. The
-    JSON is parsed strictly (api.strict_json), like a REST body."""
+    JSON is parsed strictly (api.web.strict_json), like a REST body."""
     if not text.strip():
         raise RequestError(f"The request is empty. {EXPECTED}")
     try:

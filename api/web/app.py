@@ -28,12 +28,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.authentication import AuthenticationMiddleware
 
 from api import __version__
-from api.a2a.card import JSONRPC_PATH, REST_PREFIX, build_agent_card
-from api.a2a.executor import AssessmentExecutor
 from api.db.engine import create_engine
 from api.db.keys import KeyRepository
-from api.request_limits import RequestGuard, validation_error_handler
-from api.routes import assessments, events, health, trials
 from api.runtime import metrics
 from api.runtime.runtime import open_runtime, resume
 from api.runtime.service import AssessmentNotFound
@@ -41,7 +37,11 @@ from api.runtime.streams import StreamGuard, StreamLimits
 from api.security.auth import OPEN_PRINCIPAL, BearerKeyBackend, auth_error_response, open_mode_warning
 from api.security.tenancy import TenantContextBuilder, TenantTaskStore
 from api.settings import Settings
-from api.ui import routes as ui
+from api.web.a2a.card import JSONRPC_PATH, REST_PREFIX, build_agent_card
+from api.web.a2a.executor import AssessmentExecutor
+from api.web.request_limits import RequestGuard, validation_error_handler
+from api.web.routes import assessments, events, health, trials
+from api.web.ui import routes as ui
 
 logger = logging.getLogger(__name__)
 

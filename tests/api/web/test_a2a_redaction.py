@@ -15,10 +15,10 @@ from a2a.helpers import new_data_part
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageConfiguration, SendMessageRequest, Task
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.a2a.request import redact_text
+from api.web.a2a.request import redact_text
 from tests.api.servers import serve_green
-from tests.api.test_a2a import a2a_client, agentbeats
-from tests.api.test_egress_api import columns_holding
+from tests.api.web.test_a2a import a2a_client, agentbeats
+from tests.api.web.test_egress_api import columns_holding
 from tests.support.agents import FunctionExecutor, answer_done, serve_agent
 
 SECRET = "Bearer white-agent-secret-77f3a"

@@ -20,13 +20,13 @@ from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import Artifact, Message, Part, Task, TaskState, TaskStatus
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
 
-from api.a2a.request import RequestError, parse_request, redact_text
-from api.a2a.result import RESULT_ARTIFACT, result_parts
 from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord, IdempotencyConflict
-from api.request_limits import short
 from api.runtime.events import PROGRESS_ONLY, Lagged, StatusChanged, Subscription, TrialDone
 from api.security.quotas import QuotaExceeded
 from api.security.tenancy import owner_context, principal_of
+from api.web.a2a.request import RequestError, parse_request, redact_text
+from api.web.a2a.result import RESULT_ARTIFACT, result_parts
+from api.web.request_limits import short
 from green_agent.config import ConfigError
 
 if TYPE_CHECKING:

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
-from api.deps import RepositoryDep
-from api.schemas import MAX_OFFSET, NOT_FOUND, TrialsPage, TrialSummaryPublic
 from api.security.auth import Principal, PrincipalDep
+from api.web.deps import RepositoryDep
+from api.web.schemas import MAX_OFFSET, NOT_FOUND, TrialsPage, TrialSummaryPublic
 from green_agent.models import TrialResult
 
 router = APIRouter(prefix="/assessments/{assessment_id}/trials", tags=["trials"], responses=NOT_FOUND)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from api.runtime.runtime import Runtime
-from api.schemas import Health, Readiness
+from api.web.schemas import Health, Readiness
 
 router = APIRouter(tags=["health"])
 
