@@ -14,8 +14,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from api.cli.exit_codes import ExitCode
 from api.db.engine import create_engine
-from api.exit_codes import ExitCode
 from tests.api.servers import GREEN_AGENT_BIN, REPO_ROOT
 
 

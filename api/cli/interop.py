@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from api.exit_codes import ExitCode
+from api.cli.exit_codes import ExitCode
 from api.runtime.runtime import open_runtime
 from api.runtime.service import AssessmentNotFound
 from api.runtime.tau2_interop import (

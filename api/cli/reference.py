@@ -18,7 +18,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
-from api.exit_codes import ExitCode
+from api.cli.exit_codes import ExitCode
 from green_agent.config import LLMEndpoint
 
 if TYPE_CHECKING:

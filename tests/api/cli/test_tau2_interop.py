@@ -15,8 +15,8 @@ import pytest
 
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData
+from tests.api.cli.test_cli import green_agent
 from tests.api.servers import poll, serve_green
-from tests.api.test_cli import green_agent
 from tests.support import tau2_schema
 from tests.support.fake_llm import FakeReply, serve_fake_llm
 
@@ -203,7 +203,7 @@ def test_the_cli_report_table_shows_tokens_and_cost_per_party() -> None:
 
     from rich.console import Console
 
-    from api.cli_run import report_table
+    from api.cli.run import report_table
     from api.db.repository import AssessmentRecord
     from green_agent.models import AssessmentReport, UsageReport
     from green_agent.usage import Usage

@@ -1,5 +1,5 @@
 """What `green-agent` prints when an expected operational failure stops a command: one or two lines saying
-what is wrong and what to do, and the exit code of api/exit_codes.py. A database that is missing, down or
+what is wrong and what to do, and the exit code of api/cli/exit_codes.py. A database that is missing, down or
 refusing the login, a malformed setting or option, retail data that fails its checksum: none of these is a
 bug, so none prints a traceback. Anything else is one, and keeps its traceback; `--debug` shows it for all.
 """
@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
-from api.exit_codes import ExitCode
+from api.cli.exit_codes import ExitCode
 from retail_domain.data import DataError
 
 # SQLSTATE classes of PostgreSQL errors that are the operator's to fix, with what to do about them.

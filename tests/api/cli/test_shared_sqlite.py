@@ -16,11 +16,11 @@ from typing import get_args
 import httpx
 import pytest
 
-from api.cli_reference import REFERENCE_KINDS
-from api.exit_codes import ExitCode
+from api.cli.exit_codes import ExitCode
+from api.cli.reference import REFERENCE_KINDS
 from green_agent.reference_agents import ReferenceKind
+from tests.api.cli.test_cli import green_agent
 from tests.api.servers import GREEN_AGENT_BIN, REPO_ROOT, GreenProcess, free_port, poll
-from tests.api.test_cli import green_agent
 
 # The serve looks for unfinished assessments to resume every `worker_stalled_after_s`: make that often, so
 # that it has many chances to take the run's assessment over while the run lasts.

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from api.cli.exit_codes import ExitCode, exit_code
 from api.db.repository import COMPLETED, AssessmentRecord
-from api.exit_codes import ExitCode, exit_code
 from api.runtime.events import Subscription, TrialDone
 from api.runtime.runtime import Runtime, open_runtime
 from api.settings import Settings

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from api.exit_codes import ExitCode
+from api.cli.exit_codes import ExitCode
 from api.settings import DEFAULT_DATABASE_URL, ModelSpec, Settings
 from green_agent.config import EngineSettings
 from retail_domain import RetailData
@@ -165,7 +165,7 @@ def local_llm_demo(args: argparse.Namespace) -> int:
         return ExitCode.USAGE
 
     async def run() -> int:
-        from api.cli_run import run_demo
+        from api.cli.run import run_demo
 
         started = time.monotonic()
         async with serve_local_model(server_settings) as server:

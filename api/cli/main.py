@@ -32,10 +32,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from api.cli_errors import explain, sqlite_problem, validation_summary
-from api.cli_local_llm import add_demo_options, add_local_llm_commands, local_llm_command, local_llm_demo
-from api.cli_reference import add_reference_agent_command, run_reference_agent
-from api.exit_codes import DEMO_EXIT_CODES_HELP, EXIT_CODES_HELP, ExitCode
+from api.cli.errors import explain, sqlite_problem, validation_summary
+from api.cli.exit_codes import DEMO_EXIT_CODES_HELP, EXIT_CODES_HELP, ExitCode
+from api.cli.local_llm import add_demo_options, add_local_llm_commands, local_llm_command, local_llm_demo
+from api.cli.reference import add_reference_agent_command, run_reference_agent
 from api.settings import DEFAULT_DATABASE_URL, Settings, normalize_database_url
 
 
@@ -195,7 +195,7 @@ def _add_interop_commands(commands: Any) -> None:
 
 
 def _interop(args: argparse.Namespace) -> int:
-    from api import cli_interop
+    from api.cli import interop as cli_interop
     from green_agent.tau2_format.submission import Submitter
 
     settings = _settings(database_url=getattr(args, "database_url", None))
@@ -366,7 +366,7 @@ def _replay(argv: Sequence[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from api.cli_run import run_assessment
+    from api.cli.run import run_assessment
     from green_agent.config import AssessmentConfig, TaskSelection
 
     settings = _settings(database_url=args.database_url)
@@ -391,7 +391,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from api.cli_run import run_demo
+    from api.cli.run import run_demo
 
     if args.local_llm:
         return local_llm_demo(args)

@@ -1,6 +1,6 @@
 """Expected operational failures, as a user meets them on the command line (real subprocesses): one or two
-lines saying what to do, the exit code of api/exit_codes.py, no traceback unless --debug. And an assessment
-whose LLM endpoint does not answer or refuses the key fails before any trial is queued."""
+lines saying what to do, the exit code of api/cli/exit_codes.py, no traceback unless --debug. And an
+assessment whose LLM endpoint does not answer or refuses the key fails before any trial is queued."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.exit_codes import ExitCode
+from api.cli.exit_codes import ExitCode
+from tests.api.cli.test_cli import green_agent
 from tests.api.servers import serve_green
-from tests.api.test_cli import green_agent
 from tests.conftest import pg_url
 from tests.support.fake_llm import FakeReply, serve_fake_llm
 
