@@ -44,7 +44,7 @@ class IdleRollbackDialect(SQLiteDialect_aiosqlite):
     after a commit too; through aiosqlite each rollback is a round trip to the connection's thread (~25 us
     of CPU, several per trial job). sqlite3's own `rollback()` does nothing unless a transaction is open, so
     asking the same question first (`in_transaction`, a flag read) changes nothing but the cost: a connection
-    returned inside a transaction is still rolled back (tests/api/test_repository.py)."""
+    returned inside a transaction is still rolled back (tests/api/db/test_repository.py)."""
 
     supports_statement_cache = True
 
