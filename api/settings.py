@@ -392,6 +392,60 @@ class Settings(BaseSettings):
         le=100_000,
         description="Agent hosts with a turn-latency series in /metrics; the least recently seen goes first.",
     )
+    open_assessments: int = Field(
+        default=256,
+        ge=1,
+        le=100_000,
+        description="Assessments kept open (agent card, user simulator, bounds) per process; past it the "
+        "least recently used is closed, and opened again when one of its trials runs here.",
+    )
+
+    # -- progress relay between processes (PostgreSQL NOTIFY; api/runtime/events.py) ------------------------
+    relay_queue_events: int = Field(
+        default=10_000,
+        ge=1,
+        le=1_000_000,
+        description="Events waiting to go to the other processes; past it new ones are dropped (counted, "
+        "logged): the stored trials and statuses stay right, a stream elsewhere misses them.",
+    )
+    relay_batch: int = Field(
+        default=200, ge=1, le=10_000, description="Most events one NOTIFY round trip carries."
+    )
+    relay_max_payload_bytes: int = Field(
+        default=7_480,
+        ge=1_024,
+        le=7_480,
+        description="Relayed events stay below this many bytes: a turn that would reach it is relayed with "
+        "its text cut (the whole transcript is under /trials once stored). PostgreSQL refuses NOTIFY "
+        "payloads of 8000 bytes or more.",
+    )
+    relay_keepalive_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="The relay's listener checks its connection with a query after this long without a "
+        "notification.",
+    )
+    relay_stop_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description="At shutdown the relay waits at most this long for its listener and sender to stop.",
+    )
+    relay_interest_refresh_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Each process re-announces the assessments it has subscribers for this often; an "
+        "announcement not renewed within three times this is forgotten (a process that died silently).",
+    )
+    relay_remote_interests: int = Field(
+        default=10_000,
+        ge=1,
+        le=1_000_000,
+        description="Assessments followed from other processes that a relay remembers; past it, "
+        "announcements for new ones are ignored (their turns stay in the process that runs them).",
+    )
 
     # -- web UI (/ui) --
     ui_page_size: int = Field(

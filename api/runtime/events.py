@@ -18,13 +18,14 @@ import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Annotated, Literal, Protocol
 
 import psycopg
 from procrastinate import BaseConnector
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from api.settings import default_of
+from api.settings import Settings, default_of
 from green_agent.models import TrialStarted, TurnTaken
 
 logger = logging.getLogger(__name__)
@@ -164,34 +165,45 @@ class ProgressHub:
 
 
 CHANNEL = "green_agent_progress"
-# PostgreSQL refuses NOTIFY payloads of 8000 bytes or more (the relay's 17-byte origin tag included); a turn
-# whose message is longer is relayed with its text cut (the whole transcript is under /trials once stored).
-MAX_PAYLOAD_BYTES = 7_480
-RELAY_QUEUE_SIZE = 10_000
-RELAY_BATCH = 200
 
 
-def _payload(assessment_id: str, event: HubEvent) -> str:
+@dataclass(frozen=True)
+class RelaySettings:
+    """The relay's bounds: the operator settings `relay_*` (api/settings.py says what each one bounds)."""
+
+    queue_events: int = default_of("relay_queue_events")
+    batch: int = default_of("relay_batch")
+    # PostgreSQL refuses NOTIFY payloads of 8000 bytes or more (the relay's 17-byte origin tag included); a
+    # turn whose message is longer is relayed with its text cut (the whole transcript is under /trials).
+    max_payload_bytes: int = default_of("relay_max_payload_bytes")
+    keepalive_s: float = default_of("relay_keepalive_s")
+    stop_s: float = default_of("relay_stop_s")
+    interest_refresh_s: float = default_of("relay_interest_refresh_s")
+    remote_interests: int = default_of("relay_remote_interests")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RelaySettings:
+        return cls(
+            queue_events=settings.relay_queue_events,
+            batch=settings.relay_batch,
+            max_payload_bytes=settings.relay_max_payload_bytes,
+            keepalive_s=settings.relay_keepalive_s,
+            stop_s=settings.relay_stop_s,
+            interest_refresh_s=settings.relay_interest_refresh_s,
+            remote_interests=settings.relay_remote_interests,
+        )
+
+
+def _payload(assessment_id: str, event: HubEvent, max_bytes: int) -> str:
     payload = json.dumps({"a": assessment_id, "e": event.model_dump(mode="json")})
-    if len(payload.encode()) < MAX_PAYLOAD_BYTES or not isinstance(event, TurnTaken):
+    if len(payload.encode()) < max_bytes or not isinstance(event, TurnTaken):
         return payload
     message = event.message
-    room = max(0, len(message.content or "") - (len(payload.encode()) - MAX_PAYLOAD_BYTES) - 64)
+    room = max(0, len(message.content or "") - (len(payload.encode()) - max_bytes) - 64)
     cut = message.model_copy(
         update={"content": (message.content or "")[:room] + " [cut; see the transcript]", "tool_calls": None}
     )
-    return _payload(assessment_id, event.model_copy(update={"message": cut}))
-
-
-LISTEN_KEEPALIVE_S = 30.0
-"""The listener checks its connection with a query after this long without a notification."""
-RELAY_STOP_S = 2.0
-INTEREST_REFRESH_S = 10.0
-"""Each process re-announces the assessments it has subscribers for this often; an announcement not renewed
-within three times this is forgotten (a process that died without saying so)."""
-MAX_REMOTE_INTERESTS = RELAY_QUEUE_SIZE
-"""Most (assessment, process) subscriptions from other processes a relay remembers."""
-"""At shutdown the relay waits at most this long for its listener and sender to stop."""
+    return _payload(assessment_id, event.model_copy(update={"message": cut}), max_bytes)
 
 
 class EventRelay:
@@ -200,10 +212,13 @@ class EventRelay:
     tags its notifications with its own origin and skips them when they come back, so its own events are
     never read back through json and pydantic. A relay that cannot keep up drops events and says so."""
 
-    def __init__(self, hub: ProgressHub, connector: BaseConnector) -> None:
+    def __init__(
+        self, hub: ProgressHub, connector: BaseConnector, settings: RelaySettings | None = None
+    ) -> None:
         self.hub = hub
         self._connector = connector
-        self._outbox: asyncio.Queue[str] = asyncio.Queue(RELAY_QUEUE_SIZE)
+        self.settings = settings or RelaySettings()
+        self._outbox: asyncio.Queue[str] = asyncio.Queue(self.settings.queue_events)
         self.dropped = 0
         self.origin = uuid.uuid4().hex[:16]
         self._prefix = self.origin + " "
@@ -231,7 +246,7 @@ class EventRelay:
         # trial and status events always do (few, and what `wait` and progress counts rely on).
         if isinstance(event, PER_TURN) and not self._wanted_elsewhere(assessment_id):
             return
-        self._send(self._prefix + "e " + _payload(assessment_id, event))
+        self._send(self._prefix + "e " + _payload(assessment_id, event, self.settings.max_payload_bytes))
 
     def _send(self, payload: str) -> None:
         try:
@@ -243,7 +258,7 @@ class EventRelay:
 
     async def run(self) -> None:
         """Listen and send until cancelled (the listener reconnects after a database outage). Stopping it
-        takes at most `RELAY_STOP_S`, whatever the database connection does."""
+        takes at most `settings.stop_s`, whatever the database connection does."""
         tasks = {
             asyncio.create_task(self._listen(), name="progress relay: listen"),
             asyncio.create_task(self._send_forever(), name="progress relay: send"),
@@ -254,10 +269,10 @@ class EventRelay:
         finally:
             for task in tasks:
                 task.cancel()
-            _, stuck = await asyncio.wait(tasks, timeout=RELAY_STOP_S)
+            _, stuck = await asyncio.wait(tasks, timeout=self.settings.stop_s)
             if stuck:
                 logger.warning(
-                    "progress relay: %d task(s) did not stop within %.0f s", len(stuck), RELAY_STOP_S
+                    "progress relay: %d task(s) did not stop within %.0f s", len(stuck), self.settings.stop_s
                 )
 
     async def _listen(self) -> None:
@@ -279,13 +294,13 @@ class EventRelay:
             await connection.execute(f"LISTEN {CHANNEL}")
             self._send(self._prefix + "?")  # listening now: ask the others who follows what
             while True:
-                async for notification in connection.notifies(timeout=LISTEN_KEEPALIVE_S):
+                async for notification in connection.notifies(timeout=self.settings.keepalive_s):
                     self._received(notification.payload)
                 await connection.execute("SELECT 1")
 
     async def _refresh_forever(self) -> None:
         while True:
-            await asyncio.sleep(INTEREST_REFRESH_S)
+            await asyncio.sleep(self.settings.interest_refresh_s)
             for assessment_id in self.hub.watched():
                 self._announce(assessment_id, True)
 
@@ -297,10 +312,10 @@ class EventRelay:
         if kind == "i":
             followers = self._remote.get(body)
             if followers is None:
-                if len(self._remote) >= MAX_REMOTE_INTERESTS:
+                if len(self._remote) >= self.settings.remote_interests:
                     return
                 followers = self._remote[body] = {}
-            followers[origin] = time.monotonic() + 3 * INTEREST_REFRESH_S
+            followers[origin] = time.monotonic() + 3 * self.settings.interest_refresh_s
             return
         if kind == "x":
             self._remote.get(body, {}).pop(origin, None)
@@ -321,7 +336,7 @@ class EventRelay:
     async def _send_forever(self) -> None:
         while True:
             batch = [await self._outbox.get()]
-            while len(batch) < RELAY_BATCH and not self._outbox.empty():
+            while len(batch) < self.settings.batch and not self._outbox.empty():
                 batch.append(self._outbox.get_nowait())
             while True:
                 try:

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.db.engine import create_engine
 from api.db.migrate import schema_lock, upgrade
 from api.db.repository import AssessmentRepository, RunnerLease
-from api.runtime.events import EventRelay, ProgressHub
+from api.runtime.events import EventRelay, ProgressHub, RelaySettings
 from api.runtime.memory import limit_malloc_arenas
 from api.runtime.metrics import AGENT_HOSTS, measure_loop_lag
 from api.runtime.queue import QueueSettings, TrialQueue
@@ -93,6 +93,8 @@ async def open_service(
     quotas: QuotaPolicy | None = None,
     take_over: bool = True,
     stream_queue_events: int = default_of("stream_queue_events"),
+    relay_settings: RelaySettings | None = None,
+    open_assessments: int = default_of("open_assessments"),
 ) -> AsyncIterator[AssessmentService]:
     """The service over an open engine: its trial queue, the progress relay (PostgreSQL) and, when `worker`,
     a queue worker running trials in this process; all stopped on exit (workers first). On SQLite a process
@@ -103,7 +105,7 @@ async def open_service(
     background: list[asyncio.Task[None]] = []
     try:
         hub = ProgressHub(stream_queue_events)
-        relay = EventRelay(hub, queue.connector) if queue.persistent else None
+        relay = EventRelay(hub, queue.connector, relay_settings) if queue.persistent else None
         lease = (
             RunnerLease(worker_name(), queue_settings.stalled_after_s)
             if worker and not queue.persistent
@@ -119,6 +121,7 @@ async def open_service(
             quotas=quotas,
             lease=lease,
             take_over=take_over,
+            open_assessments=open_assessments,
         )
         background.append(asyncio.create_task(measure_loop_lag(), name="event-loop lag"))
         if relay is not None:
@@ -191,6 +194,8 @@ async def open_runtime(
                 quotas=QuotaPolicy.from_settings(settings),
                 take_over=take_over,
                 stream_queue_events=settings.stream_queue_events,
+                relay_settings=RelaySettings.from_settings(settings),
+                open_assessments=settings.open_assessments,
             ) as service,
         ):
             yield Runtime(settings, database, repository, data, engine, service, task_store, run_worker)

@@ -54,6 +54,7 @@ from api.runtime.logs import trial_context
 from api.runtime.metrics import TurnClock, agent_host
 from api.runtime.queue import TrialQueue, is_transient
 from api.security.quotas import QuotaPolicy
+from api.settings import default_of
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
 from green_agent.errors import AgentNotReachedError, LLMUnavailableError
@@ -81,8 +82,6 @@ OnEvent = Callable[[ProgressEvent], Awaitable[None]]
 # (procrastinate retries it, with growing pauses, until the database answers again); a write the database
 # refuses for good fails the assessment, with the error stored: a trial is never silently lost.
 STORE_RETRY_DELAYS_S = (0.5, 2.0, 8.0)
-# Assessments kept open (agent card, user simulator, bounds) per process; older ones are opened again.
-OPEN_ASSESSMENTS = 256
 # `wait` re-reads the stored status this often, in case a progress event was lost.
 WAIT_POLL_S = 1.0
 
@@ -239,6 +238,7 @@ class AssessmentService:
         egress: EgressPolicy | None = None,
         lease: RunnerLease | None = None,
         take_over: bool = True,
+        open_assessments: int = default_of("open_assessments"),
     ) -> None:
         self.repository = repository
         # SQLite (a queue in this process's memory): the claim this process holds on what it runs, and whether
@@ -257,7 +257,10 @@ class AssessmentService:
         # database each check on their own: together they may admit a little more (README, Scale-out).
         self._admission = asyncio.Lock()
         self._egress = egress or EgressPolicy()
+        # Assessments opened in this process (agent card, user simulator, bounds), at most `open_assessments`:
+        # the least recently used goes first, and is opened again when one of its trials runs here.
         self._opened: OrderedDict[str, asyncio.Task[_Opened]] = OrderedDict()
+        self.open_assessments = open_assessments
         # Called with the final record whenever an assessment reaches a terminal status (A2A bookkeeping).
         self.finish_listeners: list[Callable[[AssessmentRecord], Awaitable[None]]] = []
         queue.register(self._run_trial_job)
@@ -441,7 +444,7 @@ class AssessmentService:
             opening = asyncio.create_task(self._open_now(record), name=f"open assessment {record.id}")
             self._opened[record.id] = opening
             self._opened.move_to_end(record.id)
-            while len(self._opened) > OPEN_ASSESSMENTS:
+            while len(self._opened) > self.open_assessments:
                 self._opened.popitem(last=False)
         return opening
 
