@@ -1,6 +1,6 @@
-"""Event streams are bounded (api/runtime/streams.py, api/ui/live.py): open streams per tenant and in total
-(429 with Retry-After past either), a reader that stops reading is dropped with its buffers, and a crowd of
-readers keeps memory flat. Real server on loopback, real sockets; events are published into the running
+"""Event streams are bounded (api/runtime/streams.py, api/web/ui/live.py): open streams per tenant and in
+total (429 with Retry-After past either), a reader that stops reading is dropped with its buffers, and a crowd
+of readers keeps memory flat. Real server on loopback, real sockets; events are published into the running
 service's hub (the same call the engine's progress reaches), as many as a long assessment makes."""
 
 from __future__ import annotations
