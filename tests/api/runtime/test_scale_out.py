@@ -167,8 +167,9 @@ async def test_two_serve_replicas_never_run_a_trial_twice(
 
     assert final["status"] == "completed"
     assert final["progress"] == {"trials_done": 60, "trials_total": 60}
-    # The first trials may start before the stream is open; none starts twice, and every one is seen ending.
-    assert len(started) >= 50 and set(started.values()) == {1}
+    # The first trials may start before the stream is open, but none can end before it (every end is seen), so
+    # at most `concurrency` starts are missed; none starts twice. (A fixed 50 failed on a loaded machine: 47.)
+    assert len(started) >= 60 - config["concurrency"] and set(started.values()) == {1}
     assert len(finished) == 60 and set(finished.values()) == {1}
     runs = [len(STARTED_JOB.findall(r.log_path.read_text())) for r in replicas]
     assert sum(runs) == 60 and min(runs) > 0, runs
