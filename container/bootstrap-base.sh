@@ -58,4 +58,8 @@ if [ ! -s "$tarball" ]; then
     find "$CACHE_DIR" -maxdepth 1 -name 'base-bookworm-*.tar' ! -path "$tarball" -delete
 fi
 podman import --quiet --change 'ENV LANG=C.UTF-8' --change 'CMD ["python3"]' "$tarball" "$tag" >/dev/null
+# Bases of earlier recipes go too, once no image is built on them any more.
+for old in $(podman images --format '{{.Repository}}:{{.Tag}}' "$REPOSITORY"); do
+    [ "$old" = "$tag" ] || podman rmi "$old" >/dev/null 2>&1 || true
+done
 echo "$tag"

@@ -90,7 +90,10 @@ async def bootstrap_base() -> str:
 
 async def build_image(base: str, iidfile: Path) -> BuiltImage:
     """`podman build` of the repository's Dockerfile on `base`. Docker format, since the OCI image format has
-    no HEALTHCHECK. The layer cache makes a rebuild with unchanged inputs take seconds."""
+    no HEALTHCHECK. The layer cache makes a rebuild with unchanged inputs take seconds; the image the tag
+    named before (an earlier version of the code) is removed with the layers only it used, so the cache
+    holds one version."""
+    previous = await podman("image", "inspect", "--format", "{{.Id}}", IMAGE_TAG, check=False)
     started = time.monotonic()
     await run(
         *("podman", "build", "--format", "docker", "--build-arg", f"BASE_IMAGE={base}"),
@@ -98,8 +101,11 @@ async def build_image(base: str, iidfile: Path) -> BuiltImage:
         timeout_s=1800,
     )
     built_s = time.monotonic() - started
-    image_id = await asyncio.to_thread(iidfile.read_text)
-    return BuiltImage(id=image_id.strip(), base=base, build_s=built_s)
+    image_id = (await asyncio.to_thread(iidfile.read_text)).strip().removeprefix("sha256:")
+    if previous.returncode == 0 and previous.stdout.strip() != image_id:
+        # Fails harmlessly while another session's container still runs it.
+        await podman("rmi", previous.stdout.strip(), check=False)
+    return BuiltImage(id=image_id, base=base, build_s=built_s)
 
 
 @dataclass
