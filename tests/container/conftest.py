@@ -14,7 +14,15 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.api.servers import free_port
-from tests.container.podman import BuiltImage, Pod, bootstrap_base, build_image, pod, start_reference_agent
+from tests.container.podman import (
+    BuiltImage,
+    Pod,
+    bootstrap_base,
+    build_image,
+    pod,
+    podman,
+    start_reference_agent,
+)
 
 INSTALL_HINT = (
     "apt-get install podman buildah runc catatonit mmdebstrap fuse-overlayfs slirp4netns uidmap "
@@ -34,10 +42,17 @@ def container_tools() -> None:
 
 
 @pytest.fixture(scope="session")
-async def image(container_tools: None, tmp_path_factory: pytest.TempPathFactory) -> BuiltImage:
-    """The image under test, built once: its id (the tag may move under a concurrent session)."""
+async def image(container_tools: None, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[BuiltImage]:
+    """The image under test, built once: its id (the tag may move under a concurrent session). A container
+    created from it (never started) holds it for the session: a concurrent session's build, which removes
+    the image the tag named before, cannot remove it while that container exists."""
     base = await bootstrap_base()
-    return await build_image(base, tmp_path_factory.mktemp("image") / "iid")
+    built = await build_image(base, tmp_path_factory.mktemp("image") / "iid")
+    await podman("create", "--name", built.holder, built.id)
+    try:
+        yield built
+    finally:
+        await podman("rm", "--force", "--volumes", built.holder, check=False)
 
 
 @pytest.fixture(scope="session")

@@ -80,6 +80,8 @@ class BuiltImage:
     id: str
     base: str
     build_s: float
+    holder: str = field(default_factory=lambda: f"tau2-test-image-{uuid.uuid4().hex[:8]}")
+    """A container created from the image and never started (the tests read its file system)."""
 
 
 async def bootstrap_base() -> str:
