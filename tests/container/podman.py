@@ -46,20 +46,18 @@ def podman_env() -> dict[str, str]:
     return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
 
 
-async def run(
-    *command: str | Path, timeout_s: float = 120, check: bool = True, stdin: bytes | None = None
-) -> Completed:
+async def run(*command: str | Path, timeout_s: float = 120, check: bool = True) -> Completed:
     """Run one command (podman, or the bootstrap script) to its end; raise with its output if it fails."""
     process = await asyncio.create_subprocess_exec(
         *map(str, command),
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=podman_env(),
         cwd=REPO_ROOT,
     )
     try:
-        out, err = await asyncio.wait_for(process.communicate(stdin), timeout_s)
+        out, err = await asyncio.wait_for(process.communicate(), timeout_s)
     except TimeoutError:
         process.kill()
         await process.wait()
@@ -157,20 +155,18 @@ async def start_reference_agent(the_pod: Pod, image: str, name: str, port: int, 
 
 @dataclass
 class GreenContainer:
-    """`green-agent serve` (the image's entry point) in the pod, started detached."""
+    """`green-agent serve` (the image's entry point) in the pod, started detached, with the root file system
+    read-only: only /data (and podman's own /dev/shm) is writable, with no tmpfs on /tmp, /var/tmp or /run."""
 
     the_pod: Pod
     image: str
     name: str = field(default_factory=lambda: f"green-{uuid.uuid4().hex[:8]}")
     volume: str | None = None
     env: dict[str, str] = field(default_factory=dict)
-    read_only: bool = True
 
     async def start(self) -> None:
-        options: list[str] = ["--detach", "--pod", self.the_pod.name, "--name", self.name]
-        if self.read_only:
-            # Only /data (and podman's own /dev/shm) writable: no tmpfs on /tmp, /var/tmp or /run either.
-            options += ["--read-only", "--read-only-tmpfs=false"]
+        options = ["--detach", "--pod", self.the_pod.name, "--name", self.name]
+        options += ["--read-only", "--read-only-tmpfs=false"]
         if self.volume:
             options += ["--volume", f"{self.volume}:/data"]
         for key, value in self.env.items():
@@ -184,13 +180,13 @@ class GreenContainer:
     async def exec(self, *command: str, check: bool = True) -> Completed:
         return await podman("exec", self.name, *command, check=check)
 
-    async def wait_healthy(self, timeout_s: float = 120) -> float:
-        """Run the image's HEALTHCHECK (`podman healthcheck run`) until it passes; seconds it took."""
+    async def wait_healthy(self, timeout_s: float = 120) -> None:
+        """Run the image's HEALTHCHECK (`podman healthcheck run`) until it passes."""
         started = time.monotonic()
         while time.monotonic() - started < timeout_s:
             check = await podman("healthcheck", "run", self.name, check=False)
             if check.returncode == 0:
-                return time.monotonic() - started
+                return
             state = await podman("inspect", "--format", "{{.State.Status}}", self.name, check=False)
             if state.stdout.strip() not in ("running", "created", "configured"):
                 raise PodmanError(f"{self.name} is {state.stdout.strip()}:\n{await self.logs()}")
