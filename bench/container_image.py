@@ -39,18 +39,7 @@ from bench.tables import print_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOTSTRAP_BASE = REPO_ROOT / "container" / "bootstrap-base.sh"
-# What the Dockerfile copies (and the files that steer the build); nothing else goes into the context.
-CONTEXT = [
-    "Dockerfile",
-    ".dockerignore",
-    "requirements.lock",
-    "pyproject.toml",
-    "README.md",
-    "retail_domain",
-    "green_agent",
-    "api",
-    "migrations",
-]
+DOCKERFILE = REPO_ROOT / "Dockerfile"
 BENCH_TAG = "localhost/tau2-retail-green-agent:bench"
 # Layer groups, by the Dockerfile step that made them (podman history's CreatedBy).
 GROUPS = [
@@ -95,8 +84,17 @@ def podman(*args: str) -> str:
     ).stdout
 
 
+def context_sources() -> list[str]:
+    """What the Dockerfile copies (every COPY source), with the files that steer the build."""
+    sources = ["Dockerfile", ".dockerignore"]
+    for line in DOCKERFILE.read_text().splitlines():
+        if line.startswith("COPY "):
+            sources += line.split()[1:-1]
+    return sources
+
+
 def copy_context(target: Path) -> None:
-    for name in CONTEXT:
+    for name in context_sources():
         source = REPO_ROOT / name
         if source.is_dir():
             shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
@@ -192,10 +190,18 @@ def main(argv: list[str] | None = None) -> int:
         "rest of the machine's CPU meanwhile, in cores. The cold build downloads the locked wheels from "
         "PyPI; the builds start from the cached base."
     )
-    # The bench's images and the layers only they use (its cold build made a chain of its own).
-    for image in dict.fromkeys(reversed(built)):
-        subprocess.run(["podman", "rmi", image], env=podman_env(), capture_output=True, check=False)
+    remove_bench_images(built)
     return 0
+
+
+def remove_bench_images(built: list[str]) -> None:
+    """The bench's images and the layers only they use (its cold build made a chain of its own). An image
+    that carries another tag (the tests' image, when the inputs were the same) stays: podman's `rmi` of an
+    image id removes the image whatever its tags, with every layer no other image uses."""
+    for image in dict.fromkeys(reversed(built)):
+        (inspected,) = json.loads(podman("image", "inspect", image))
+        if set(inspected.get("RepoTags") or []) <= {BENCH_TAG}:
+            podman("rmi", image)
 
 
 if __name__ == "__main__":
