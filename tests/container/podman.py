@@ -77,7 +77,6 @@ async def podman(*args: str | Path, timeout_s: float = 120, check: bool = True) 
 class BuiltImage:
     id: str
     base: str
-    build_s: float
     holder: str = field(default_factory=lambda: f"tau2-test-image-{uuid.uuid4().hex[:8]}")
     """A container created from the image and never started (the tests read its file system)."""
 
@@ -94,18 +93,20 @@ async def build_image(base: str, iidfile: Path) -> BuiltImage:
     named before (an earlier version of the code) is removed with the layers only it used, so the cache
     holds one version."""
     previous = await podman("image", "inspect", "--format", "{{.Id}}", IMAGE_TAG, check=False)
-    started = time.monotonic()
     await run(
         *("podman", "build", "--format", "docker", "--build-arg", f"BASE_IMAGE={base}"),
         *("--iidfile", iidfile, "--tag", IMAGE_TAG, REPO_ROOT),
         timeout_s=1800,
     )
-    built_s = time.monotonic() - started
     image_id = (await asyncio.to_thread(iidfile.read_text)).strip().removeprefix("sha256:")
     if previous.returncode == 0 and previous.stdout.strip() != image_id:
-        # Fails harmlessly while another session's container still runs it.
-        await podman("rmi", previous.stdout.strip(), check=False)
-    return BuiltImage(id=image_id, base=base, build_s=built_s)
+        tags = await podman(
+            "image", "inspect", "--format", "{{.RepoTags}}", previous.stdout.strip(), check=False
+        )
+        if tags.stdout.strip() == "[]":  # `rmi` of an id would drop any tag someone else put on it
+            # Refused while a container (another session's) still uses it.
+            await podman("rmi", previous.stdout.strip(), check=False)
+    return BuiltImage(id=image_id, base=base)
 
 
 @dataclass
