@@ -83,6 +83,8 @@ async def test_the_service_runs_read_only_as_non_root_and_loses_nothing_to_sigte
         async with green_container(agents_pod, image.id, volume_name=data, env=PRIVATE_AGENTS) as green:
             await green.wait_healthy()
             assert (await green.exec("id", "-u")).stdout.strip() == "10001"
+            version = await green.exec("python3", "-c", "import sys; print(*sys.version_info[:2])")
+            assert version.stdout.split() == ["3", "11"]  # what the Dockerfile's base promises
             service = (await green.exec("cat", "/proc/1/status", "/proc/1/cmdline")).stdout
             assert "Uid:\t10001\t10001\t10001\t10001" in service and "green-agent\0serve" in service
             for path in ("/tmp/probe", "/var/tmp/probe", "/home/green/probe", "/app/probe"):
