@@ -84,6 +84,7 @@ class Connection:
     """Indexes (in `requests`) of the requests answered by a mode."""
     answered_at: float = 0.0
     closed_by_client_at: float | None = None
+    open: bool = True
 
 
 class HostileHttpServer:
@@ -108,7 +109,7 @@ class HostileHttpServer:
         return sorted((r for c in self.connections for r in c.requests), key=lambda r: r.connection)
 
     def open_connections(self) -> list[Connection]:
-        return [c for c in self.connections if c.closed_by_client_at is None]
+        return [c for c in self.connections if c.open]
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
@@ -134,6 +135,7 @@ class HostileHttpServer:
         except asyncio.CancelledError:
             pass  # the server is closing
         finally:
+            connection.open = False
             self._handlers.discard(task)
             writer.close()
 
