@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -29,10 +28,14 @@ from bench.tables import print_table
 from bench.white_agent import white_agent_process
 from green_agent.white_agent.egress import EgressConnector, EgressPolicy
 from green_agent.white_agent.http1 import AgentTransport, DirectClient, TransportLimits
+from green_agent.white_agent.matching import Trial, expectation_for, expecting
 
-BODY = json.dumps(
-    {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"parts": [{"text": "hi"}]}}}
-).encode()
+REQUEST = {
+    "jsonrpc": "2.0",
+    "id": "1",
+    "method": "SendMessage",
+    "params": {"message": {"parts": [{"text": "hi"}]}},
+}
 
 
 def httpx_default() -> httpx.AsyncClient:
@@ -42,9 +45,9 @@ def httpx_default() -> httpx.AsyncClient:
 LIMITS = TransportLimits(max_response_bytes=1 << 20, max_idle=64)
 
 
-def service_client() -> httpx.AsyncClient:
+def service_client(*, matched: bool = False) -> httpx.AsyncClient:
     transport = AgentTransport(EgressConnector(EgressPolicy()), LIMITS, ssl_context=httpx.create_ssl_context)
-    return DirectClient(transport, timeout=60.0)
+    return DirectClient(transport, timeout=60.0, matcher=expectation_for if matched else None)
 
 
 def httpx_aiohttp_as_shipped() -> httpx.AsyncClient:
@@ -61,6 +64,7 @@ def aiohttp_candidate(*, force_close: bool = False) -> httpx.AsyncClient:
 CLIENTS: dict[str, Callable[[], httpx.AsyncClient]] = {
     "httpx.AsyncClient (httpcore, anyio, h11)": httpx_default,
     "DirectClient + AgentTransport (asyncio, llhttp)": service_client,
+    "the same, each reply matched to its request (as a trial's)": lambda: service_client(matched=True),
     "httpx.AsyncClient + httpx-aiohttp AiohttpTransport, as shipped": httpx_aiohttp_as_shipped,
     "DirectClient + aiohttp candidate (bench/aiohttp_candidate.py)": aiohttp_candidate,
     "DirectClient + aiohttp candidate, force_close (a connection per request)": lambda: aiohttp_candidate(
@@ -71,7 +75,8 @@ CLIENTS: dict[str, Callable[[], httpx.AsyncClient]] = {
 
 async def _cpu_per_request(client: httpx.AsyncClient, url: str, requests: int, concurrency: int) -> float:
     async def one() -> None:
-        response = await client.post(url, content=BODY, headers={"content-type": "application/json"})
+        with expecting(Trial("bench-context")):  # only a client with a matcher reads it
+            response = await client.post(url, json=REQUEST)
         response.raise_for_status()
 
     async def worker(count: int) -> None:
