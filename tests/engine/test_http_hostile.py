@@ -260,3 +260,40 @@ async def test_a_drip_is_ended_by_the_read_timeout() -> None:
         assert time.monotonic() - started < 1.5
         assert (await send(http, server.url, "r2")).json()["id"] == "r2"
     assert server.requests[-1].connection == 1
+
+
+async def test_informational_responses_count_against_the_bound_just_past_it() -> None:
+    """`max_response_bytes` bounds the informational responses and the answer together: a thousand
+    `100 Continue` and an answer of exactly the bound are read; one byte more fails the request."""
+    continues = b"HTTP/1.1 100 Continue\r\n\r\n" * 1000
+    written: list[int] = []
+
+    def sized(total: int) -> h.Mode:
+        def mode(reply: h.Reply) -> list[h.Step]:
+            padding = 0
+            while len(wire := continues + h.Reply(reply.body + b" " * padding).framed()) != total:
+                padding += total - len(wire)
+            written.append(len(wire))
+            return [wire]
+
+        return mode
+
+    async with h.hostile_http(h.echo_rpc) as server, make_client() as http:
+        server.mode_for = lambda _: sized(MAX_RESPONSE_BYTES)
+        assert (await send(http, server.url, "r1")).json()["id"] == "r1"
+        server.mode_for = lambda _: sized(MAX_RESPONSE_BYTES + 1)
+        with pytest.raises(AgentProtocolError, match=r"larger than 131072 bytes \(max_reply_bytes\)"):
+            await send(http, server.url, "r2")
+    assert written == [MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES + 1]
+
+
+async def test_an_idle_connection_is_reused_before_keepalive_and_closed_just_after() -> None:
+    async with h.hostile_http(h.echo_rpc) as server, make_client(keepalive_s=0.3) as http:
+        await send(http, server.url, "a")
+        await asyncio.sleep(0.15)  # within keepalive_s: reused
+        await send(http, server.url, "b")
+        assert [r.connection for r in server.requests] == [0, 0]
+        await asyncio.sleep(0.45)  # just past it (the timer is exact; the slack is for a busy machine)
+        assert server.open_connections() == []
+        await send(http, server.url, "c")
+    assert [r.connection for r in server.requests] == [0, 0, 1]
