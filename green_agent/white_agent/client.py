@@ -16,7 +16,9 @@ Optional per-assessment headers (the agent's own credentials) go with every requ
 nowhere else: never into messages, errors or logs.
 
 HTTP: the clients are `DirectClient`s on `AgentTransport` (http1.py), HTTP/1.1 on asyncio and llhttp, at a
-fraction of the CPU of httpx's own stack (a third of the green agent's cost per turn went there).
+fraction of the CPU of httpx's own stack (a third of the green agent's cost per turn went there). Every reply
+is matched to its request (matching.py: JSON-RPC id, A2A context and task id), and a trial's connections serve
+that trial only and close when its conversation ends.
 
 Size rule: every response is read by the transport, which stops reading past `max_reply_bytes` and refuses
 bodies with more JSON values than `max_reply_values`, before the A2A SDK parses them (it does so on the event

@@ -13,9 +13,16 @@ whatever was sent next on that connection. Two rules keep such a response from s
   (the task itself), with the camelCase and snake_case spellings the SDK's parsers both accept. A mismatch
   is an `AgentProtocolError` of that trial (the agent's fault), and the connection is closed.
 
-The conversation names the trial around each SDK call (`expecting`); the SDK carries no per-call data down to
-the HTTP client, so a context variable does, and `DirectClient.build_request` (http1.py) picks it up together
-with the JSON-RPC id of the payload it is given.
+Where the check sits. a2a-sdk 1.3.0 reads every non-streaming reply in `send_http_request`
+(a2a/client/transports/http_helpers.py: `response.json()`), for the 1.x JSON-RPC transport
+(`JsonRpcTransport._send_request`, then `_check_jsonrpc_response`, which never compares ids), the 0.3 one
+(`CompatJsonRpcTransport._send_request`, then `JSONRPC20Response(**data)`, neither) and REST alike; our client
+sees the result as a `StreamResponse` in `Conversation._send_once` and as a `Task` in `_reply_from_task`
+(client.py; it does not stream). The check runs below both, in the transport, on the JSON that `json()` then
+returns (http1.py `_ParsedResponse`: the body is parsed once), so it can close the connection before anyone
+reuses it. The conversation names the trial around each SDK call (`expecting`); the SDK carries no per-call
+data down to the HTTP client, so a context variable does, and `DirectClient.build_request` (http1.py) picks it
+up together with the JSON-RPC id of the payload it is given.
 """
 
 from __future__ import annotations
