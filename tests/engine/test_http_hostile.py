@@ -141,7 +141,7 @@ CASES: dict[str, Case] = {
         "switched protocols",
     ),
     "endless close-delimited body": Case(h.endless_body, AgentProtocolError, r"larger than \d+ bytes"),
-    "reset before any byte": Case(h.raw(b"", h.RESET), httpx.RemoteProtocolError, ""),
+    "reset before any byte": Case(h.raw(b"", h.RESET), httpx.RemoteProtocolError, "without sending a response"),
     "reset mid-headers": Case(
         h.raw(b"HTTP/1.1 200 OK\r\nContent-Le", 0.05, h.RESET), httpx.RemoteProtocolError, "mid-response"
     ),
@@ -198,7 +198,7 @@ async def test_a_hostile_response_is_bounded_charged_and_its_connection_never_re
                 assert reply.json()["id"] == "r1"
                 assert reply.json()["result"]["message"]["parts"] == [{"text": "hello from the agent"}]
             else:
-                with pytest.raises(case.error, match=case.match):
+                with pytest.raises(case.error, match=case.match or None):
                     await send(http, server.url, "r1")
             elapsed = time.monotonic() - started
             peak = tracemalloc.get_traced_memory()[1]
