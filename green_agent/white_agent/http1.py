@@ -148,9 +148,7 @@ class _Connection(asyncio.Protocol):
         return False  # close our side too
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        if self.idle_timer is not None:
-            self.idle_timer.cancel()
+        self.closed = True  # if idle, its timer still takes it out of the pool
         if self._drained is not None and not self._drained.done():
             self._drained.set_exception(httpx.WriteError("the connection closed while sending"))
         if self._waiter is None or self._waiter.done():
@@ -243,8 +241,6 @@ class _Connection(asyncio.Protocol):
 
     def close(self) -> None:
         self.closed = True
-        if self.idle_timer is not None:
-            self.idle_timer.cancel()
         if self._transport is not None:
             self._transport.close()
 

@@ -237,6 +237,7 @@ async def test_idle_connections_are_closed_by_a_timer() -> None:
         assert len(server.open_connections()) == 2
         await asyncio.sleep(0.6)
         assert server.open_connections() == []
+        assert http._direct._idle_count == 0 and http._direct._idle == {}
         for connection in server.connections:
             assert connection.closed_by_client_at is not None
             assert connection.closed_by_client_at - connection.answered_at < 0.5
