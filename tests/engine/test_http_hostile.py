@@ -141,7 +141,9 @@ CASES: dict[str, Case] = {
         "switched protocols",
     ),
     "endless close-delimited body": Case(h.endless_body, AgentProtocolError, r"larger than \d+ bytes"),
-    "reset before any byte": Case(h.raw(b"", h.RESET), httpx.RemoteProtocolError, "without sending a response"),
+    "reset before any byte": Case(
+        h.raw(b"", h.RESET), httpx.RemoteProtocolError, "without sending a response"
+    ),
     "reset mid-headers": Case(
         h.raw(b"HTTP/1.1 200 OK\r\nContent-Le", 0.05, h.RESET), httpx.RemoteProtocolError, "mid-response"
     ),
