@@ -180,7 +180,7 @@ class EngineSettings(BaseModel):
         default=5.0,
         ge=0,
         le=3_600,
-        description="An idle connection to a white agent older than this is closed rather than reused.",
+        description="An idle connection to a white agent is closed this long after its last response.",
     )
     # -- cost accounting (tau2 interop) --
     llm_prices: dict[str, ModelPrice] = Field(
