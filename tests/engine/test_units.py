@@ -18,9 +18,10 @@ from green_agent import (
     TrialResult,
 )
 from green_agent.judge import NO_VERDICT, normalize_verdicts, render_transcript
-from green_agent.metrics import compute_report, pass_hat_k
+from green_agent.metrics import compute_report
 from green_agent.models import ToolCallRecord, TranscriptMessage
 from green_agent.seeds import trial_seeds
+from green_agent.uncertainty import TaskScore, pass_hat_k_estimates
 from green_agent.user_simulator import is_user_stop
 from green_agent.white_agent.reply_parsing import parse_text_reply
 
@@ -169,7 +170,8 @@ def _trial(
 
 def test_pass_hat_k_formula() -> None:
     # task a: 3 of 4 succeed; task b: 1 of 4.  pass^2 = (C(3,2)/C(4,2) + C(1,2)/C(4,2)) / 2 = (3/6 + 0) / 2
-    result = pass_hat_k({"a": [True, True, True, False], "b": [True, False, False, False]})
+    scores = {"a": TaskScore((1.0, 1.0, 1.0, 0.0)), "b": TaskScore((1.0, 0.0, 0.0, 0.0))}
+    result = {k: e.value for k, e in pass_hat_k_estimates(scores).items()}
     assert result == pytest.approx({1: 0.5, 2: 0.25, 3: 0.125, 4: 0.0})
 
 
