@@ -6,15 +6,17 @@ The hand computations are written out next to each expectation, so a reader can 
 from __future__ import annotations
 
 import math
+import statistics
 from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from green_agent.config import AssessmentConfig
-from green_agent.metrics import compute_report
+from green_agent.config import AssessmentConfig, TaskSelection
+from green_agent.metrics import compute_report, task_scores
 from green_agent.models import AssessmentReport, TrialResult
+from green_agent.seeds import trial_seeds
 from green_agent.uncertainty import (
     NoSharedTasks,
     TaskScore,
@@ -23,6 +25,9 @@ from green_agent.uncertainty import (
     pass_hat_k_estimates,
     reward_estimate,
 )
+from retail_domain import RetailData
+from tests.engine.conftest import GOLD_EQUALS_INITIAL, run
+from tests.support.agents import FlakyOracle, serve_executor
 
 
 def scores(**rewards: list[float]) -> dict[str, TaskScore]:
@@ -281,3 +286,76 @@ def test_a_stored_version_2_report_still_loads_without_error_bars() -> None:
     assert report.avg_reward == 0.5 and report.pass_hat_k == {1: 0.5}
     assert report.partial_summary() == "1 trial not judged (no NL-assertion judge configured)"
     assert AssessmentReport.model_validate(report.model_dump(mode="json")) == report
+
+
+# -- the issue's case, run for real --------------------------------------------------------------------------
+
+
+async def test_two_runs_of_a_flaky_oracle_differ_by_noise(data: RetailData) -> None:
+    """The oracle failing about one trial in three, 30 tasks x 4 trials, twice (two salts: two runs of one
+    flaky agent). Every number is recomputed here from the planted failures alone, with the textbook
+    formulas on floats: the report's error bars and the paired comparison must agree with them."""
+    tasks = [t for t, task in data.tasks.items() if not task.judged and t not in GOLD_EQUALS_INITIAL][:30]
+    config_of = {"tasks": TaskSelection(task_ids=tasks), "trials": 4, "concurrency": 16}
+    runs = []
+    for salt in ("run-1", "run-2"):
+        agent = FlakyOracle(data, failure_rate=1 / 3, salt=salt)
+        async with serve_executor(agent) as url:
+            report, events = await run(data, AssessmentConfig(agent_url=url, **config_of))
+        planted = {t: [0.0 if agent.fails(t, seed) else 1.0 for seed in trial_seeds(300, 4)] for t in tasks}
+        runs.append((report, events.results, planted))
+
+    for report, _, planted in runs:
+        means = [sum(r) / 4 for r in planted.values()]
+        stderr = statistics.stdev(means) / math.sqrt(30)
+        assert report.complete and report.avg_reward == pytest.approx(statistics.fmean(means))
+        assert report.stats is not None and report.stats.avg_reward is not None
+        assert report.stats.avg_reward.stderr == pytest.approx(stderr)
+        value = report.stats.avg_reward.value
+        assert report.stats.avg_reward.ci95 == pytest.approx((value - 1.96 * stderr, value + 1.96 * stderr))
+        assert report.stats.min_detectable_difference == pytest.approx(2.8 * math.sqrt(2) * stderr)
+        assert report.stats.mixed_tasks == [t for t, r in planted.items() if 0 < sum(r) < 4]
+        print(
+            f"avg reward {value:.3f} +- {1.96 * stderr:.3f} (stderr {stderr:.3f}), "
+            f"pass^4 {report.pass_hat_k[4]:.3f}, detectable {report.stats.min_detectable_difference:.3f}"
+        )
+
+    (_, first_trials, first_planted), (_, second_trials, second_planted) = runs
+    result = compare(task_scores(second_trials), task_scores(first_trials), a_name="run 2", b_name="run 1")
+    diffs = [sum(second_planted[t]) / 4 - sum(first_planted[t]) / 4 for t in tasks]
+    stderr = statistics.stdev(diffs) / math.sqrt(30)
+    assert result.tasks_compared == 30
+    assert result.difference == pytest.approx(statistics.fmean(diffs))
+    assert result.stderr == pytest.approx(stderr)
+    assert result.p_value == pytest.approx(math.erfc(abs(statistics.fmean(diffs)) / stderr / math.sqrt(2)))
+    print(result.sentence)
+    print(f"ci95 [{result.ci95[0]:.3f}, {result.ci95[1]:.3f}]" if result.ci95 else "")
+    # A flaky agent against itself: the difference is noise, and the comparison says so.
+    assert not result.significant and result.sentence.startswith("no difference in mean reward")
+
+
+async def test_without_a_judge_a_flaky_agents_nl_tasks_are_left_out_whatever_their_outcome(
+    data: RetailData,
+) -> None:
+    """Item 4 of the issue: the first 30 tasks x 4 trials, the flaky oracle, no judge. Before, the trials of
+    NL tasks whose DB matched were left out and those whose DB failed kept as 0 (failures kept, passes
+    dropped; pass^2+ undefined where a task kept one trial). Now every trial of an NL task is left out, and
+    the numbers are those of the other tasks alone."""
+    tasks = list(data.tasks)[:30]
+    agent = FlakyOracle(data, failure_rate=1 / 3, salt="no-judge")
+    config = AssessmentConfig(agent_url="http://placeholder", tasks=TaskSelection(task_ids=tasks), trials=4)
+    async with serve_executor(agent) as url:
+        report, events = await run(data, config.model_copy(update={"agent_url": url}))
+    judged = [t for t in tasks if data.tasks[t].judged]
+    kept = [t for t in tasks if t not in judged]
+    assert judged and kept
+    assert report.excluded == {"infrastructure_error": 0, "not_judged": 4 * len(judged)}
+    assert sorted(report.task_rewards, key=int) == kept
+    seeds = trial_seeds(300, 4)
+    succeeded = {  # a failed trial leaves the DB as it was: a pass where the gold DB is the initial one
+        t: [t in GOLD_EQUALS_INITIAL or not agent.fails(t, seed) for seed in seeds] for t in kept
+    }
+    assert report.avg_reward == pytest.approx(statistics.fmean(s for t in kept for s in succeeded[t]))
+    assert set(report.pass_hat_k) == {1, 2, 3, 4}
+    for result in events.results:
+        assert (result.reward is None) == (result.task_id in judged)
