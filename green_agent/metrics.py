@@ -77,6 +77,16 @@ def task_scores(trials: Sequence[TrialResult]) -> dict[str, TaskScore]:
     return {task: TaskScore(tuple(r)) for task, r in rewards.items()}
 
 
+def tasks_not_fully_solved(
+    task_ids: Sequence[str], trials: Sequence[TrialResult], trials_per_task: int
+) -> list[str]:
+    """The tasks of `task_ids` (in that order) that fewer than `trials_per_task` counted trials solved: the
+    failed and the flaky ones, and those with a trial excluded or never run (what `run --failed-from`
+    runs again)."""
+    solved = Counter(t.task_id for t in counted_trials(trials) if is_success(t.reward))
+    return [task for task in task_ids if solved[task] < trials_per_task]
+
+
 def report_stats(scores: dict[str, TaskScore], trials_per_task: int) -> ReportStats:
     """The report's numbers with their error bars; per-task successes when more than one trial was run."""
     avg = reward_estimate(scores)

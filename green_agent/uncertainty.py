@@ -120,6 +120,16 @@ def pass_hat_k_estimates(scores: Mapping[str, TaskScore]) -> dict[int, Estimate]
     return {k: mean_estimate([s.pass_hat(k) for s in tasks]) for k in range(1, max_k(scores) + 1)}
 
 
+def plus_minus(estimate: Estimate | None, digits: int = 3) -> str:
+    """An estimate for people: "0.817 +- 0.081" (1.96 standard errors), the bare value when it has no error
+    bar (one task), "n/a" for no estimate."""
+    if estimate is None:
+        return "n/a"
+    if estimate.stderr is None:
+        return f"{estimate.value:.{digits}f}"
+    return f"{estimate.value:.{digits}f} +- {Z95 * estimate.stderr:.{digits}f}"
+
+
 def min_detectable_difference(stderr: float | None) -> float | None:
     """The smallest true difference (80% power, two-sided 5%) between this assessment and another of the
     same design: 2.8 x sqrt(2) x stderr."""

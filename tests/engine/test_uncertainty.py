@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from green_agent.config import AssessmentConfig, TaskSelection
 from green_agent.metrics import compute_report, task_scores
-from green_agent.models import AssessmentReport, TrialResult
+from green_agent.models import AssessmentReport, Estimate, TrialResult
 from green_agent.seeds import trial_seeds
 from green_agent.uncertainty import (
     NoSharedTasks,
@@ -23,6 +23,7 @@ from green_agent.uncertainty import (
     compare,
     min_detectable_difference,
     pass_hat_k_estimates,
+    plus_minus,
     reward_estimate,
 )
 from retail_domain import RetailData
@@ -77,6 +78,12 @@ def test_unequal_trials_per_task_use_the_clustered_formula() -> None:
     assert estimate.value == pytest.approx(2 / 3) and estimate.stderr == pytest.approx(math.sqrt(1 / 27))
     # pass^k stops at the fewest trials of a task (b kept one).
     assert set(pass_hat_k_estimates(scores(ta=[1.0, 1.0], tb=[0.0], tc=[1.0, 0.0, 1.0]))) == {1}
+
+
+def test_an_estimate_reads_value_plus_minus_the_half_interval() -> None:
+    assert plus_minus(Estimate(value=0.8166, stderr=0.0413, ci95=(0.7357, 0.8976))) == "0.817 +- 0.081"
+    assert plus_minus(Estimate(value=0.75, stderr=None, ci95=None)) == "0.750"
+    assert plus_minus(None) == "n/a"
 
 
 def test_one_task_has_no_standard_error() -> None:

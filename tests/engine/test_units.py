@@ -18,7 +18,7 @@ from green_agent import (
     TrialResult,
 )
 from green_agent.judge import NO_VERDICT, normalize_verdicts, render_transcript
-from green_agent.metrics import compute_report, counted_trials
+from green_agent.metrics import compute_report, counted_trials, tasks_not_fully_solved
 from green_agent.models import ToolCallRecord, TranscriptMessage
 from green_agent.seeds import trial_seeds
 from green_agent.uncertainty import TaskScore, pass_hat_k_estimates
@@ -228,6 +228,22 @@ def test_a_task_whose_judge_failed_while_another_trial_skipped_it_is_left_out_wh
     assert "2 trials left out with the rest of their task" in report.partial_summary()
     assert report.stats is not None and report.stats.n_tasks == 2
     assert [t.key for t in counted_trials(trials)] == [t.key for t in trials[4:]]
+
+
+def test_the_tasks_to_run_again_are_those_not_solved_in_every_planned_trial() -> None:
+    trials = [
+        _trial("a", 0, 1.0),
+        _trial("a", 1, 1.0),  # solved twice: not again
+        _trial("b", 0, 1.0),
+        _trial("b", 1, 0.0),  # flaky
+        _trial("c", 0, 1.0),
+        _trial("c", 1, None, reason="infrastructure_error"),  # excluded: not known to be solved
+        _trial("d", 0, 1.0),  # its second trial never ran
+        _trial("e", 0, 0.0, nl_status="skipped"),
+        _trial("e", 1, None, reason="infrastructure_error", nl_status="judge_failed"),
+    ]
+    assert tasks_not_fully_solved(["f", "e", "d", "c", "b", "a"], trials, 2) == ["f", "e", "d", "c", "b"]
+    assert tasks_not_fully_solved(["a", "d"], trials, 1) == []
 
 
 def _signals(**passed: bool | None) -> list[Signal]:
