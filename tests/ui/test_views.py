@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from api.db.repository import ScoredAssessment, TrialSummary
-from api.ui import views
+from api.web.ui import views
 from green_agent.errors import LLMRefusedConversation
 from green_agent.limits import AgentLimits, llm_failure_outcome
 from green_agent.models import AssessmentReport
