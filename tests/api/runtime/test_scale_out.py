@@ -133,7 +133,13 @@ async def test_two_serve_replicas_never_run_a_trial_twice(
         GreenProcess(pg_database, free_port(), tmp_path / f"replica{i}.log", env=FAST_FAILOVER)
         for i in range(2)
     ]
-    config = {"agent_url": slow_oracle_url, "tasks": {"num_tasks": 30}, "trials": 2, "concurrency": 16}
+    concurrency = 16
+    config = {
+        "agent_url": slow_oracle_url,
+        "tasks": {"num_tasks": 30},
+        "trials": 2,
+        "concurrency": concurrency,
+    }
     started: Counter[tuple[str, int]] = Counter()
     finished: Counter[tuple[str, int]] = Counter()
     try:
@@ -169,7 +175,7 @@ async def test_two_serve_replicas_never_run_a_trial_twice(
     assert final["progress"] == {"trials_done": 60, "trials_total": 60}
     # The first trials may start before the stream is open, but none can end before it (every end is seen), so
     # at most `concurrency` starts are missed; none starts twice. (A fixed 50 failed on a loaded machine: 47.)
-    assert len(started) >= 60 - config["concurrency"] and set(started.values()) == {1}
+    assert len(started) >= 60 - concurrency and set(started.values()) == {1}
     assert len(finished) == 60 and set(finished.values()) == {1}
     runs = [len(STARTED_JOB.findall(r.log_path.read_text())) for r in replicas]
     assert sum(runs) == 60 and min(runs) > 0, runs
