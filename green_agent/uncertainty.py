@@ -171,10 +171,11 @@ class Difference(BaseModel):
 
 
 class Comparison(Difference):
-    """Two assessments compared on mean reward per task (the top-level numbers) and on pass^k."""
+    """Two assessments, A and B, compared on mean reward per task (the top-level numbers) and on pass^k;
+    the sentences call them A and B."""
 
-    a: str
-    b: str
+    a: str | None = Field(default=None, description="A's assessment id.")
+    b: str | None = Field(default=None, description="B's assessment id.")
     tasks_compared: int
     a_better: int = Field(description="Shared tasks where A's mean reward is higher.")
     b_better: int = Field(description="Shared tasks where B's mean reward is higher.")
@@ -193,15 +194,20 @@ class Comparison(Difference):
 
 
 def compare(
-    a: Mapping[str, TaskScore], b: Mapping[str, TaskScore], *, a_name: str = "A", b_name: str = "B"
+    a: Mapping[str, TaskScore],
+    b: Mapping[str, TaskScore],
+    *,
+    a_id: str | None = None,
+    b_id: str | None = None,
 ) -> Comparison:
     """A against B, paired by task over the tasks both scored (at least one counted trial in each); raises
-    `NoSharedTasks` when there are none."""
+    `NoSharedTasks` when there are none. `a_id` and `b_id` name them in the result."""
+    a_name, b_name = "A", "B"
     scored_a = {t for t, s in a.items() if s.trials}
     scored_b = {t for t, s in b.items() if s.trials}
     shared = sorted(scored_a & scored_b, key=_natural)
     if not shared:
-        raise NoSharedTasks(f"{a_name} and {b_name} have no scored task in common")
+        raise NoSharedTasks(f"{a_id or a_name} and {b_id or b_name} have no scored task in common")
     mean_a = {t: a[t].mean_reward for t in shared}
     mean_b = {t: b[t].mean_reward for t in shared}
     overall = _difference([mean_a[t] - mean_b[t] for t in shared], a_name, b_name, "mean reward")
@@ -210,8 +216,8 @@ def compare(
     ks = range(1, min(max_k(common_a), max_k(common_b)) + 1)
     return Comparison(
         **overall.model_dump(),
-        a=a_name,
-        b=b_name,
+        a=a_id,
+        b=b_id,
         tasks_compared=len(shared),
         a_better=sum(1 for t in shared if mean_a[t] > mean_b[t]),
         b_better=sum(1 for t in shared if mean_a[t] < mean_b[t]),

@@ -97,7 +97,8 @@ def test_one_task_has_no_standard_error() -> None:
 def test_a_paired_comparison_by_hand() -> None:
     a = scores(t1=[1.0], t2=[1.0], t3=[0.0], t4=[1.0])
     b = scores(t1=[0.0], t2=[1.0], t3=[0.0], t4=[0.0], t5=[1.0])
-    result = compare(a, b, a_name="after", b_name="before")
+    result = compare(a, b, a_id="after", b_id="before")
+    assert (result.a, result.b) == ("after", "before")
     # Shared tasks 1-4, differences 1, 0, 0, 1: mean 0.5; squared deviations 4 x 0.25 = 1, variance 1/3,
     # sd 0.57735, stderr 0.288675; ci95 0.5 +- 0.565803; z = 1.732051, p = 2 (1 - Phi(z)) = 0.083265.
     assert result.tasks_compared == 4 and result.only_in_b == ["5"] and result.only_in_a == []
@@ -110,7 +111,7 @@ def test_a_paired_comparison_by_hand() -> None:
     assert not result.significant
     assert result.sentence == (
         "no difference in mean reward this comparison can detect (smaller than +-0.808; "
-        "after - before = +0.500 +- 0.566, p = 0.083, 4 tasks)"
+        "A - B = +0.500 +- 0.566, p = 0.083, 4 tasks)"
     )
     assert set(result.pass_hat_k) == {1} and result.pass_hat_k[1].difference == 0.5
 
@@ -328,7 +329,7 @@ async def test_two_runs_of_a_flaky_oracle_differ_by_noise(data: RetailData) -> N
         )
 
     (_, first_trials, first_planted), (_, second_trials, second_planted) = runs
-    result = compare(task_scores(second_trials), task_scores(first_trials), a_name="run 2", b_name="run 1")
+    result = compare(task_scores(second_trials), task_scores(first_trials))
     diffs = [sum(second_planted[t]) / 4 - sum(first_planted[t]) / 4 for t in tasks]
     stderr = statistics.stdev(diffs) / math.sqrt(30)
     assert result.tasks_compared == 30
