@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from green_agent.config import AssessmentConfig
 from green_agent.models import (
@@ -52,7 +53,21 @@ def is_success(reward: float | None) -> bool:
     return reward is not None and abs(reward - 1.0) <= SUCCESS_TOLERANCE
 
 
-def tasks_left_out(trials: Sequence[TrialResult]) -> set[str]:
+class ScoredTrial(Protocol):
+    """What the counting rules read of a trial: a stored `TrialResult` or a listed summary of one."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def reward(self) -> float | None: ...
+    @property
+    def nl_status(self) -> str: ...
+
+
+T = TypeVar("T", bound=ScoredTrial)
+
+
+def tasks_left_out(trials: Sequence[ScoredTrial]) -> set[str]:
     """Tasks whose trials are all left out: the judge failed on one of their trials (ours: no reward) while
     another was scored 0 without asking it (`skipped`). Which trials the judge was asked on then followed
     their DB check, so keeping the rest would keep the task's failures and drop its would-be passes."""
@@ -61,14 +76,14 @@ def tasks_left_out(trials: Sequence[TrialResult]) -> set[str]:
     return failed & skipped
 
 
-def counted_trials(trials: Sequence[TrialResult]) -> list[TrialResult]:
+def counted_trials(trials: Sequence[T]) -> list[T]:
     """The trials the metrics count (and the tau2 export writes): those with a reward, outside the tasks
     `tasks_left_out`."""
     left_out = tasks_left_out(trials)
     return [t for t in trials if t.reward is not None and t.task_id not in left_out]
 
 
-def task_scores(trials: Sequence[TrialResult]) -> dict[str, TaskScore]:
+def task_scores(trials: Sequence[ScoredTrial]) -> dict[str, TaskScore]:
     """Task -> its counted trials' rewards, in the order given; tasks without a counted trial are absent."""
     rewards: dict[str, list[float]] = defaultdict(list)
     for t in counted_trials(trials):
@@ -78,7 +93,7 @@ def task_scores(trials: Sequence[TrialResult]) -> dict[str, TaskScore]:
 
 
 def tasks_not_fully_solved(
-    task_ids: Sequence[str], trials: Sequence[TrialResult], trials_per_task: int
+    task_ids: Sequence[str], trials: Sequence[ScoredTrial], trials_per_task: int
 ) -> list[str]:
     """The tasks of `task_ids` (in that order) that fewer than `trials_per_task` counted trials solved: the
     failed and the flaky ones, and those with a trial excluded or never run (what `run --failed-from`

@@ -199,10 +199,12 @@ def compare(
     *,
     a_id: str | None = None,
     b_id: str | None = None,
+    names: tuple[str, str] = ("A", "B"),
 ) -> Comparison:
     """A against B, paired by task over the tasks both scored (at least one counted trial in each); raises
-    `NoSharedTasks` when there are none. `a_id` and `b_id` name them in the result."""
-    a_name, b_name = "A", "B"
+    `NoSharedTasks` when there are none. `a_id` and `b_id` identify them in the result, `names` in its
+    sentences (a page that shows B - A calls compare(b, a, names=("B", "A")))."""
+    a_name, b_name = names
     scored_a = {t for t, s in a.items() if s.trials}
     scored_b = {t for t, s in b.items() if s.trials}
     shared = sorted(scored_a & scored_b, key=_natural)

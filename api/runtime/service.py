@@ -720,8 +720,8 @@ class AssessmentService:
         AssessmentNotFound (unknown, or another tenant's), NotComparable (no scored task in common)."""
         a = await self.get(a_id, tenant=tenant)
         b = await self.get(b_id, tenant=tenant)
-        scores_a = task_scores(await self.repository.trial_results(a.id, transcripts=False))
-        scores_b = task_scores(await self.repository.trial_results(b.id, transcripts=False))
+        scores_a = task_scores(await self.repository.trial_summaries(a.id))
+        scores_b = task_scores(await self.repository.trial_summaries(b.id))
         try:
             return compare(scores_a, scores_b, a_id=a.id, b_id=b.id)
         except NoSharedTasks:
@@ -758,7 +758,7 @@ class AssessmentService:
             raise ConfigError(f"a rerun of what failed runs the failed tasks; leave out {', '.join(fixed)}")
         config = _config_of(record)
         planned = self._engine.validate(config)
-        trials = await self.repository.trial_results(record.id, transcripts=False)
+        trials = await self.repository.trial_summaries(record.id)
         tasks = tasks_not_fully_solved(planned, trials, config.trials)
         if not tasks:
             raise NothingToRerun(
