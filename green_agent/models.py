@@ -239,7 +239,7 @@ class AssessmentReport(BaseModel):
     partial_reasons: dict[str, int] = Field(
         default_factory=dict,
         description="Why trials are missing from the metrics -> how many: infrastructure_error, not_judged, "
-        "not_run. Empty when complete.",
+        "task_not_judged, not_run. Empty when complete.",
     )
     excluded: dict[str, int] = Field(default_factory=lambda: {"infrastructure_error": 0, "not_judged": 0})
     avg_reward: float | None
