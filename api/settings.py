@@ -127,6 +127,11 @@ class Settings(BaseSettings):
     judge_model: ModelSpec | None = Field(
         default=None, description='NL-assertion judge as JSON ({"model": "gpt-4.1"}); unset = not judged.'
     )
+    judge_skip_when_failed: bool = Field(
+        default=_engine_default("judge_skip_when_failed"),
+        description="Ask the judge only where its verdicts can change the reward (saves the calls on trials "
+        "already at 0); a task the judge then fails on is left out whole (docs/scoring.md).",
+    )
     judge_json_schema: bool = Field(
         default=_engine_default("judge_json_schema"),
         description="Send the judge a json_schema response_format (false for endpoints that reject it).",
@@ -556,6 +561,7 @@ class Settings(BaseSettings):
             default_user_model=self.default_user_model,
             judge=self._endpoint(self.judge_model) if self.judge_model else None,
             judge_json_schema=self.judge_json_schema,
+            judge_skip_when_failed=self.judge_skip_when_failed,
             max_concurrent_trials=self.max_concurrent_trials,
             max_concurrent_per_agent=self.max_concurrent_per_agent,
             turn_timeout_s=self.turn_timeout_s,

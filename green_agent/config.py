@@ -87,6 +87,13 @@ class EngineSettings(BaseModel):
         "oracle with a model-played customer: a real agent told the task id could replay its public gold "
         "actions. Not an operator setting of the service.",
     )
+    judge_skip_when_failed: bool = Field(
+        default=False,
+        description="Ask the judge only where its verdicts can change the reward (a clean exit whose DB "
+        "matched), saving its calls on trials already at 0. Off (the default), every trial of a task with "
+        "NL assertions is judged, as upstream does, so that which trials count never depends on whether "
+        "they passed; on, a task one of whose trials the judge failed on has all its trials excluded.",
+    )
     judge_json_schema: bool = Field(
         default=True,
         description="Ask the judge endpoint for JSON-schema constrained verdicts (response_format).",

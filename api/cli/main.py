@@ -4,6 +4,8 @@ and database migrations.
     green-agent serve [--host H] [--port P] [--card-url URL]    the service (what the container runs)
     green-agent worker [--concurrency N]                        a queue worker only (PostgreSQL)
     green-agent run --agent-url URL [selection and limits]      one assessment in-process, report as JSON
+    green-agent run --failed-from ID [overrides]                again, over the tasks ID did not fully solve
+    green-agent compare A B [--json]                            A against B, paired by task, with error bars
     green-agent demo [--trials N] [--num-tasks N]               built-in oracle agent, scripted user, SQLite
     green-agent reference-agent KIND [--port P]                 a reference white agent (oracle, llm, ...)
     green-agent demo --local-llm [--num-tasks N] [--trials K]   oracle, bundled model as customer + judge
@@ -49,19 +51,39 @@ def _add_database(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_assessment_options(parser: argparse.ArgumentParser, *, demo: bool) -> None:
+    # `run`'s options default to None, so that `--failed-from` can tell what was given (and override only
+    # that); a new assessment takes AssessmentConfig's defaults for the rest (the ones the help names).
     if not demo:
-        parser.add_argument("--agent-url", required=True, help="base URL of the white agent (A2A)")
+        parser.add_argument(
+            "--agent-url", help="base URL of the white agent (A2A); required unless --failed-from"
+        )
+        parser.add_argument(
+            "--failed-from",
+            metavar="ID",
+            help="run again the tasks assessment ID did not solve in every trial, with its config; the "
+            "options given here override it (then: green-agent compare NEW ID)",
+        )
         parser.add_argument("--task-ids", help="comma-separated task ids (default: the whole split)")
-        parser.add_argument("--split", choices=["base", "train", "test"], default="base")
-        parser.add_argument("--dialect", choices=["auto", "text", "structured"], default="auto")
+        parser.add_argument("--split", choices=["base", "train", "test"], help="default: base")
+        parser.add_argument("--dialect", choices=["auto", "text", "structured"], help="default: auto")
         parser.add_argument("--user-model", help="a configured user model name (default: the operator's)")
-        parser.add_argument("--max-steps", type=int, default=200)
-        parser.add_argument("--max-errors", type=int, default=10)
-        parser.add_argument("--seed", type=int, default=300)
+        parser.add_argument("--max-steps", type=int, help="default: 200")
+        parser.add_argument("--max-errors", type=int, help="default: 10")
+        parser.add_argument("--seed", type=int, help="default: 300")
         parser.add_argument("--turn-timeout", type=float, help="seconds to wait for one white-agent reply")
     parser.add_argument("--num-tasks", type=int, help="only the first N tasks")
-    parser.add_argument("--trials", type=int, default=1, help="trials per task (pass^k up to k=trials)")
-    parser.add_argument("--concurrency", type=int, default=32 if demo else 8, help="trials running at once")
+    parser.add_argument(
+        "--trials",
+        type=int,
+        default=1 if demo else None,
+        help="trials per task (pass^k up to k=trials; default: 1)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=32 if demo else None,
+        help=f"trials running at once (default: {32 if demo else 8})",
+    )
     parser.add_argument(
         "--output", type=Path, help="where to write the report JSON (default: reports/<id>.json)"
     )
@@ -109,6 +131,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_assessment_options(run, demo=False)
     _add_database(run)
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare two assessments, paired by task, and say whether the difference is real",
+        description="A against B over the tasks both scored: the difference of mean reward per task with "
+        "its standard error, 95%% interval and p-value, and the same per pass^k (docs/scoring.md, "
+        '"Error bars"). Exits 0, or 1 when an assessment is unknown or they share no scored task.',
+    )
+    compare.add_argument("a", metavar="A", help="an assessment id (A)")
+    compare.add_argument("b", metavar="B", help="another assessment id (B)")
+    compare.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_database(compare)
 
     demo = commands.add_parser(
         "demo",
@@ -366,28 +400,53 @@ def _replay(argv: Sequence[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from api.cli.run import run_assessment
+    from api.cli.run import rerun_failed, run_assessment
     from green_agent.config import AssessmentConfig, TaskSelection
 
     settings = _settings(database_url=args.database_url)
+    given = {
+        name: value
+        for name, value in {
+            "agent_url": args.agent_url,
+            "trials": args.trials,
+            "max_steps": args.max_steps,
+            "max_errors": args.max_errors,
+            "concurrency": args.concurrency,
+            "dialect": args.dialect,
+            "user_model": args.user_model,
+            "seed": args.seed,
+            "turn_timeout_s": args.turn_timeout,
+        }.items()
+        if value is not None
+    }
+    if args.failed_from is not None:
+        if args.task_ids or args.split or args.num_tasks:
+            print(
+                "green-agent run: --failed-from runs the tasks that failed; leave out --task-ids, --split "
+                "and --num-tasks",
+                file=sys.stderr,
+            )
+            return ExitCode.USAGE
+        return asyncio.run(
+            rerun_failed(settings, args.failed_from, given, output=args.output, quiet=args.quiet)
+        )
+    if args.agent_url is None:
+        args.usage_parser.error("--agent-url is required (or --failed-from ID)")
     task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()] if args.task_ids else None
     try:
-        config = AssessmentConfig(
-            agent_url=args.agent_url,
-            tasks=TaskSelection(split=args.split, task_ids=task_ids, num_tasks=args.num_tasks),
-            trials=args.trials,
-            max_steps=args.max_steps,
-            max_errors=args.max_errors,
-            concurrency=args.concurrency,
-            dialect=args.dialect,
-            user_model=args.user_model,
-            seed=args.seed,
-            turn_timeout_s=args.turn_timeout,
-        )
+        tasks = TaskSelection(split=args.split or "base", task_ids=task_ids, num_tasks=args.num_tasks)
+        config = AssessmentConfig.model_validate({**given, "tasks": tasks})
     except ValidationError as exc:
         print(f"green-agent run: invalid options: {validation_summary(exc)}", file=sys.stderr)
         return ExitCode.USAGE
     return asyncio.run(run_assessment(settings, config, output=args.output, quiet=args.quiet))
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from api.cli.run import compare_assessments
+
+    settings = _settings(database_url=args.database_url)
+    return asyncio.run(compare_assessments(settings, args.a, args.b, as_json=args.json))
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -445,7 +504,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # Commands that open the database (the others, e.g. reference-agent, never do).
-_DATABASE_COMMANDS = ("serve", "worker", "run", "demo", "db", "keys", "export", "submission", "rescore")
+_DATABASE_COMMANDS = (
+    "serve",
+    "worker",
+    "run",
+    "compare",
+    "demo",
+    "db",
+    "keys",
+    "export",
+    "submission",
+    "rescore",
+)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -455,6 +525,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _worker(args)
     if args.command == "run":
         return _run(args)
+    if args.command == "compare":
+        return _compare(args)
     if args.command == "demo":
         return _demo(args)
     if args.command == "reference-agent":

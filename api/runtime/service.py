@@ -20,11 +20,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from procrastinate import JobContext
 from procrastinate.exceptions import AlreadyEnqueued, JobAborted
 from procrastinate.job_context import AbortReason
+from pydantic import ValidationError
 from sqlalchemy.exc import StatementError
 
 from api.db.repository import (
@@ -58,7 +59,7 @@ from api.settings import default_of
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
 from green_agent.errors import AgentNotReachedError, LLMUnavailableError
-from green_agent.metrics import compute_report
+from green_agent.metrics import compute_report, task_scores, tasks_not_fully_solved
 from green_agent.models import (
     AssessmentReport,
     ProgressEvent,
@@ -69,6 +70,7 @@ from green_agent.models import (
 )
 from green_agent.orchestrator import FirstContactFailed
 from green_agent.slots import slot_caps
+from green_agent.uncertainty import Comparison, NoSharedTasks, compare
 from green_agent.white_agent.egress import EgressPolicy
 from retail_domain import TerminationReason
 
@@ -204,6 +206,19 @@ class AssessmentEngine(Protocol):
 class AssessmentNotFound(LookupError):
     def __init__(self, assessment_id: str) -> None:
         super().__init__(f"no assessment with id {assessment_id}")
+
+
+class NotComparable(ValueError):
+    """Two assessments without a scored task in common; the message says so (REST 409)."""
+
+
+class NothingToRerun(ValueError):
+    """A rerun of what failed was asked of an assessment that is still running, or that solved every task
+    in every trial; the message says which (REST 409)."""
+
+
+RERUN_FIXED = frozenset({"tasks"})
+"""What a rerun of what failed never takes from the request: the tasks are the failed ones."""
 
 
 @dataclass
@@ -699,6 +714,82 @@ class AssessmentService:
         if record is None:
             raise AssessmentNotFound(assessment_id)
         return record
+
+    async def compare(self, a_id: str, b_id: str, *, tenant: str | None = None) -> Comparison:
+        """A against B, paired by task over the tasks both scored (green_agent.uncertainty). Raises
+        AssessmentNotFound (unknown, or another tenant's), NotComparable (no scored task in common)."""
+        a = await self.get(a_id, tenant=tenant)
+        b = await self.get(b_id, tenant=tenant)
+        scores_a = task_scores(await self.repository.trial_summaries(a.id))
+        scores_b = task_scores(await self.repository.trial_summaries(b.id))
+        try:
+            return compare(scores_a, scores_b, a_id=a.id, b_id=b.id)
+        except NoSharedTasks:
+            raise NotComparable(
+                f"assessments {a.id} and {b.id} have no scored task in common "
+                f"({len(scores_a)} and {len(scores_b)} tasks scored): there is nothing to compare"
+            ) from None
+
+    async def rerun_failed(
+        self,
+        source_id: str,
+        overrides: dict[str, Any] | None = None,
+        *,
+        source: str,
+        tenant: str | None = None,
+        owner: str = DEFAULT_TENANT,
+        allow_private_agents: bool = True,
+        start: bool = True,
+    ) -> tuple[AssessmentRecord, list[str]]:
+        """A new assessment of `owner` over the tasks `source_id` did not solve in every planned trial
+        (failed, flaky, excluded or never run), with its config where `overrides` says nothing; returns it
+        and those tasks. The agent headers carry over only to the same agent URL (they are its secrets).
+
+        Raises AssessmentNotFound (unknown, or not `tenant`'s), NothingToRerun (still running, or every
+        task solved), ConfigError (overrides that cannot run), and what `create` raises."""
+        record = await self.get(source_id, tenant=tenant)
+        if not record.finished:
+            raise NothingToRerun(
+                f"assessment {source_id} is {record.status}; rerun what failed once it has finished"
+            )
+        overrides = dict(overrides or {})
+        fixed = sorted(RERUN_FIXED & set(overrides))
+        if fixed:
+            raise ConfigError(f"a rerun of what failed runs the failed tasks; leave out {', '.join(fixed)}")
+        config = _config_of(record)
+        planned = self._engine.validate(config)
+        trials = await self.repository.trial_summaries(record.id)
+        tasks = tasks_not_fully_solved(planned, trials, config.trials)
+        if not tasks:
+            raise NothingToRerun(
+                f"assessment {source_id} solved all its {len(planned)} tasks in every trial; nothing to rerun"
+            )
+        same_agent = overrides.get("agent_url", config.agent_url) == config.agent_url
+        headers = config.agent_header_values() if same_agent else {}
+        merged = {
+            **config.model_dump(mode="json"),
+            "agent_headers": headers,
+            **overrides,
+            "tasks": {"task_ids": tasks},
+        }
+        try:
+            rerun = AssessmentConfig.model_validate(merged)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in error['loc']) or 'config'}: {error['msg']}"
+                for error in exc.errors(include_url=False)[:5]
+            )
+            raise ConfigError(f"the rerun's config is invalid: {problems}") from None
+        note = f"rerun of the {len(tasks)} task(s) of assessment {source_id} not solved in every trial"
+        created, _ = await self.create(
+            rerun,
+            source=source,
+            tenant=owner,
+            allow_private_agents=allow_private_agents,
+            notes=[note],
+            start=start,
+        )
+        return created, tasks
 
     async def wait(self, assessment_id: str) -> AssessmentRecord:
         """Wait until the assessment is finished (by any process) and return its stored state."""

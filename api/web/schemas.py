@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from api.db.repository import AssessmentRecord, TrialSummary
 from green_agent.models import AssessmentReport
@@ -135,3 +135,29 @@ class Readiness(BaseModel):
     data: str
     tasks: int | None = None
     detail: str | None = None
+
+
+class RerunOverrides(BaseModel):
+    """What a rerun of what failed changes from the source assessment's config; every field left out keeps
+    the source's value (the tasks are always the failed ones). Validated like `AssessmentConfig`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_url: str | None = Field(
+        default=None, max_length=2048, description="Another agent (its headers are then not carried over)."
+    )
+    trials: int | None = None
+    max_steps: int | None = None
+    max_errors: int | None = None
+    concurrency: int | None = None
+    dialect: Literal["auto", "text", "structured"] | None = None
+    user_model: str | None = None
+    seed: int | None = None
+    turn_timeout_s: float | None = None
+    agent_headers: dict[str, SecretStr] | None = Field(
+        default=None, description="Replaces the source's agent headers (never shown)."
+    )
+
+    def overrides(self) -> dict[str, Any]:
+        """The fields the request gave, as `AssessmentService.rerun_failed` takes them."""
+        return self.model_dump(exclude_unset=True)

@@ -9,6 +9,7 @@ from a2a.types import Part
 
 from api.db.repository import AssessmentRecord
 from green_agent.models import AssessmentReport
+from green_agent.uncertainty import plus_minus
 
 RESULT_ARTIFACT = "Result"
 
@@ -20,7 +21,9 @@ def result_data(record: AssessmentRecord, report: AssessmentReport) -> dict[str,
     `pass_rate` (0-100) is the tau2 average reward as a percentage, as the official tau2 green reports it.
     `complete` is false when any trial is missing from it (`partial_reasons` says why): a leaderboard pipeline
     should refuse such a result. `signal_applicable` says how many trials (assertions, for NL_ASSERTION) each
-    entry of `signal_rates` covers."""
+    entry of `signal_rates` covers. `stats` (added in schema version 3, the keys above unchanged) holds the
+    average reward and each pass^k with its task-clustered standard error and 95% interval; null for a report
+    stored before it."""
     score = sum(report.task_rewards.values())
     max_score = len(report.task_rewards)
     return {
@@ -46,14 +49,20 @@ def result_data(record: AssessmentRecord, report: AssessmentReport) -> dict[str,
         "termination_counts": dict(report.termination_counts),
         "nl_assertions_total": report.nl_assertions_total,
         "schema_version": report.schema_version,
+        "stats": report.stats.model_dump(mode="json") if report.stats is not None else None,
     }
 
 
 def result_summary(record: AssessmentRecord, report: AssessmentReport) -> str:
     """One paragraph; a partial result says so first, so nobody reads its pass rate as final."""
     data = result_data(record, report)
-    pass_k = ", ".join(f"pass^{k} {v:.3f}" for k, v in report.pass_hat_k.items()) or "no pass^k"
-    avg = f"{report.avg_reward:.3f}" if report.avg_reward is not None else "n/a"
+    stats = report.stats
+    if stats is not None:  # with its 95% interval over tasks
+        pass_k = ", ".join(f"pass^{k} {plus_minus(e)}" for k, e in stats.pass_hat_k.items()) or "no pass^k"
+        avg = plus_minus(stats.avg_reward) + f" (95% intervals over {stats.n_tasks} tasks)"
+    else:
+        pass_k = ", ".join(f"pass^{k} {v:.3f}" for k, v in report.pass_hat_k.items()) or "no pass^k"
+        avg = f"{report.avg_reward:.3f}" if report.avg_reward is not None else "n/a"
     headline = "" if report.complete else f"Partial result: {report.partial_summary()}. "
     return (
         f"{headline}tau2 retail assessment {record.id}: "

@@ -8,13 +8,22 @@ from fastapi import APIRouter, Header, HTTPException, Query, Response, status
 from fastapi.responses import JSONResponse
 
 from api.db.repository import IdempotencyConflict
+from api.runtime.service import NotComparable, NothingToRerun
 from api.runtime.tau2_interop import NotExportable, export_document
 from api.security.auth import PrincipalDep
 from api.security.quotas import QuotaExceeded
 from api.web.a2a.result import result_data
 from api.web.deps import RepositoryDep, RuntimeDep, ServiceDep
-from api.web.schemas import MAX_OFFSET, NOT_FOUND, AssessmentPublic, AssessmentsPage, LeaderboardResult
+from api.web.schemas import (
+    MAX_OFFSET,
+    NOT_FOUND,
+    AssessmentPublic,
+    AssessmentsPage,
+    LeaderboardResult,
+    RerunOverrides,
+)
 from green_agent.config import AssessmentConfig, ConfigError
+from green_agent.uncertainty import Comparison
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])
 
@@ -35,6 +44,12 @@ def unprocessable(location: list[str], message: str) -> HTTPException:
     return HTTPException(
         status.HTTP_422_UNPROCESSABLE_CONTENT,
         detail=[{"loc": location, "msg": message, "type": "value_error"}],
+    )
+
+
+def too_many(exc: QuotaExceeded) -> HTTPException:
+    return HTTPException(
+        status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": str(exc.retry_after_s)}
     )
 
 
@@ -70,9 +85,7 @@ async def create_assessment(
     except IdempotencyConflict as exc:
         raise unprocessable(["header", "Idempotency-Key"], str(exc)) from None
     except QuotaExceeded as exc:
-        raise HTTPException(
-            status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": str(exc.retry_after_s)}
-        ) from None
+        raise too_many(exc) from None
     response.headers["Location"] = f"/assessments/{record.id}"
     if not created:
         response.headers["Idempotent-Replayed"] = "true"
@@ -178,3 +191,66 @@ async def export_assessment(
         document,
         headers={"Content-Disposition": f'attachment; filename="{assessment_id}_retail_tau2.json"'},
     )
+
+
+@router.get(
+    "/{assessment_id}/compare/{other_id}",
+    response_model=Comparison,
+    summary="Compare two assessments, paired by task, with the uncertainty of the difference",
+    responses={
+        **NOT_FOUND,
+        409: {"description": "The two assessments have no scored task in common."},
+    },
+)
+async def compare_assessments(
+    assessment_id: str, other_id: str, service: ServiceDep, principal: PrincipalDep
+) -> Comparison:
+    """A = `assessment_id`, B = `other_id`, over the tasks both scored: the per-task difference of mean
+    reward with its standard error, 95% interval and p-value, the tasks each is better on, the tasks that
+    flipped, the same per pass^k, and one sentence that calls a difference inside the noise what it is
+    (docs/scoring.md, "Error bars")."""
+    try:
+        return await service.compare(assessment_id, other_id, tenant=principal.tenant_filter)
+    except NotComparable as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+
+
+@router.post(
+    "/{assessment_id}/rerun-failed",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=AssessmentPublic,
+    summary="Start a new assessment over the tasks this one did not solve in every trial",
+    responses={
+        **NOT_FOUND,
+        409: {"description": "The assessment is still running, or solved every task in every trial."},
+        422: {"description": "The overrides cannot run; each message says what to change."},
+        429: {"description": "A quota is full; retry after Retry-After seconds."},
+    },
+)
+async def rerun_failed(
+    assessment_id: str,
+    service: ServiceDep,
+    principal: PrincipalDep,
+    response: Response,
+    overrides: RerunOverrides | None = None,
+) -> AssessmentPublic:
+    """The tasks that failed, were flaky (solved in some trials only), were excluded or never ran, with the
+    source's config except what the body overrides. Then `GET /assessments/{new}/compare/{assessment_id}`
+    says whether the fix made a difference."""
+    try:
+        record, _ = await service.rerun_failed(
+            assessment_id,
+            overrides.overrides() if overrides is not None else None,
+            source="rest",
+            tenant=principal.tenant_filter,
+            owner=principal.tenant,
+            allow_private_agents=principal.allow_private_agents,
+        )
+    except NothingToRerun as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    except ConfigError as exc:
+        raise unprocessable(["body"], str(exc)) from None
+    except QuotaExceeded as exc:
+        raise too_many(exc) from None
+    response.headers["Location"] = f"/assessments/{record.id}"
+    return AssessmentPublic.from_record(record)

@@ -32,6 +32,7 @@ from api.web.ui.access import request_principal, same_origin_form, submitted_key
 from api.web.ui.live import progress_stream
 from green_agent.config import AssessmentConfig, ConfigError
 from green_agent.diagnosis import replay_trial
+from green_agent.uncertainty import format_p
 
 UI_DIR = Path(__file__).parent
 STATIC_DIR = UI_DIR / "static"
@@ -90,6 +91,9 @@ _environment.filters.update(
     agent_label=views.agent_label,
     end_reason=views.end_reason,
     tool_result=views.tool_result_view,
+    estimate=views.estimate_text,
+    interval=views.interval_text,
+    p_value=format_p,
 )
 _environment.tests.update(ended_badly=views.ended_badly)
 _environment.globals.update(OUTCOMES=views.OUTCOMES, STATUSES=STATUSES)
@@ -179,6 +183,7 @@ async def assessment_page(request: Request, assessment_id: str, runtime: Runtime
             "chart": views.pass_hat_k_chart(report)
             if report is not None and len(report.pass_hat_k) > 1
             else None,
+            "error_bars": views.error_bars_note(report) if report is not None else None,
             "grid": rows,
             "outcome_counts": views.outcome_counts(rows),
             "failures": views.common_failures(summaries),
@@ -261,9 +266,9 @@ async def compare_page(
         return _page(request, "compare.html", context)  # the form again, saying what to change
     a = await visible_assessment(runtime, viewer, ids[0])
     b = await visible_assessment(runtime, viewer, ids[1])
-    deltas = views.compare_tasks(
-        await runtime.repository.trial_summaries(a.id), await runtime.repository.trial_summaries(b.id)
-    )
+    summaries_a = await runtime.repository.trial_summaries(a.id)
+    summaries_b = await runtime.repository.trial_summaries(b.id)
+    deltas = views.compare_tasks(summaries_a, summaries_b)
     ks = sorted(set(a.report.pass_hat_k if a.report else {}) | set(b.report.pass_hat_k if b.report else {}))
     listed = {record.id for record in recent}
     context.update(
@@ -272,6 +277,7 @@ async def compare_page(
         b=b,
         ks=ks,
         deltas=sorted(deltas, key=views.delta_order),
+        verdict=views.compare_view(summaries_a, summaries_b),
         changes={c: sum(1 for d in deltas if d.change == c) for c in ("better", "worse", "same")},
     )
     return _page(request, "compare.html", context)

@@ -16,15 +16,18 @@ from typing import Any
 
 from api.db.repository import CANCELLED, FAILED, AssessmentRecord, ScoredAssessment, TrialSummary
 from green_agent.limits import LLM_FAILURE_CODE
+from green_agent.metrics import task_scores
 from green_agent.models import (
     SIGNAL_ACTION,
     SIGNAL_COMMUNICATE,
     SIGNAL_DB,
     SIGNAL_NL,
     AssessmentReport,
+    Estimate,
     Signal,
     TrialResult,
 )
+from green_agent.uncertainty import Comparison, NoSharedTasks, compare, plus_minus
 from green_agent.usage import TrialUsage
 from retail_domain import is_clean_exit
 
@@ -258,6 +261,10 @@ class Bar:
     y: float
     width: float
     height: float
+    error: tuple[float, float] | None = None
+    """The y coordinates of the 95% interval's ends (drawn as a whisker), when the value has one."""
+    text: str = ""
+    """The value as shown ("0.600 ± 0.480")."""
 
 
 @dataclass(frozen=True)
@@ -271,7 +278,14 @@ class BarChart:
     bars: list[Bar] = field(default_factory=list)
 
 
-def bar_chart(values: dict[str, float], *, width: float | None = None, height: float = 110) -> BarChart:
+def bar_chart(
+    values: dict[str, float],
+    *,
+    intervals: dict[str, tuple[float, float]] | None = None,
+    texts: dict[str, str] | None = None,
+    width: float | None = None,
+    height: float = 110,
+) -> BarChart:
     top, bottom, gap = 16.0, 24.0, 8.0
     width = width if width is not None else gap + len(values) * (56 + gap)
     plot = height - top - bottom
@@ -281,6 +295,11 @@ def bar_chart(values: dict[str, float], *, width: float | None = None, height: f
     for i, (label, value) in enumerate(values.items()):
         clipped = min(max(value, 0.0), 1.0) if math.isfinite(value) else 0.0
         bar_height = plot * clipped
+        interval = (intervals or {}).get(label)
+        error = None
+        if interval is not None:
+            low, high = (min(max(end, 0.0), 1.0) for end in interval)
+            error = (top + plot * (1 - high), top + plot * (1 - low))
         bars.append(
             Bar(
                 label=label,
@@ -289,13 +308,47 @@ def bar_chart(values: dict[str, float], *, width: float | None = None, height: f
                 y=top + plot - bar_height,
                 width=bar_width,
                 height=bar_height,
+                error=error,
+                text=(texts or {}).get(label, f"{value:.3f}"),
             )
         )
     return BarChart(width=width, height=height, top=top, bottom=bottom, bars=bars)
 
 
 def pass_hat_k_chart(report: AssessmentReport) -> BarChart:
-    return bar_chart({f"pass^{k}": v for k, v in sorted(report.pass_hat_k.items())})
+    """pass^k by k, each bar with its 95% interval over tasks when the report has error bars."""
+    if report.stats is None:
+        return bar_chart({f"pass^{k}": v for k, v in sorted(report.pass_hat_k.items())})
+    estimates = {f"pass^{k}": e for k, e in sorted(report.stats.pass_hat_k.items())}
+    return bar_chart(
+        {label: e.value for label, e in estimates.items()},
+        intervals={label: e.ci95 for label, e in estimates.items() if e.ci95 is not None},
+        texts={label: estimate_text(e) for label, e in estimates.items()},
+    )
+
+
+def estimate_text(estimate: Estimate | None) -> str:
+    """ "0.817 ± 0.081": the value and the half-width of its 95% interval ("0.750" without one)."""
+    return plus_minus(estimate).replace(" +- ", " ± ")
+
+
+def error_bars_note(report: AssessmentReport) -> str:
+    """What the error bars are over, or why there are none, in one sentence for the assessment page."""
+    stats = report.stats
+    if stats is None:
+        return "No error bars: this report was stored before they existed (schema version 2 or older)."
+    if stats.avg_reward is None:
+        return "No error bars: no trial was scored."
+    if stats.avg_reward.stderr is None:
+        return "No error bars: one task was scored, and one task has no spread to measure."
+    note = (
+        f"± is the 95% interval over the {stats.n_tasks} tasks scored (the task is the unit: its trials "
+        "are not independent). Another run of the same design must differ by "
+        f"{stats.min_detectable_difference:.3f} in average reward to be told apart from this one (80% power)."
+    )
+    if stats.mixed_tasks:
+        note += f" {len(stats.mixed_tasks)} tasks had mixed outcomes across their trials."
+    return note
 
 
 # -- compare ------------------------------------------------------------------------------------------------
@@ -366,6 +419,32 @@ def delta_order(delta: TaskDelta) -> tuple[int, float, tuple[int, int | str]]:
     rank = {"worse": 0, "better": 1}.get(delta.change, 2)
     size = -abs(delta.delta) if delta.delta is not None else 0.0
     return (rank, size, task_sort_key(delta.task_id))
+
+
+@dataclass(frozen=True)
+class ComparisonView:
+    """The compare page's verdict: B - A paired by task (green_agent.uncertainty), or why there is none."""
+
+    result: Comparison | None
+    problem: str | None = None
+
+    def row(self, k: int | None) -> Any:
+        """The paired difference for the average reward (k None) or for pass^k; None when not computed."""
+        if self.result is None:
+            return None
+        return self.result if k is None else self.result.pass_hat_k.get(k)
+
+
+def compare_view(a: Sequence[TrialSummary], b: Sequence[TrialSummary]) -> ComparisonView:
+    """B against A (the page's "after" against its "before"), over the tasks both scored."""
+    try:
+        return ComparisonView(compare(task_scores(b), task_scores(a), names=("B", "A")))
+    except NoSharedTasks:
+        return ComparisonView(None, "A and B have no scored task in common: there is nothing to compare.")
+
+
+def interval_text(ci95: tuple[float, float] | None) -> str:
+    return "n/a" if ci95 is None else f"[{ci95[0]:+.3f}, {ci95[1]:+.3f}]"
 
 
 # -- leaderboard --------------------------------------------------------------------------------------------

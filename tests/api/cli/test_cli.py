@@ -8,15 +8,25 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import sqlalchemy as sa
+from rich.console import Console
 
 from api.cli.exit_codes import ExitCode
+from api.cli.run import report_table
 from api.db.engine import create_engine
+from api.db.repository import AssessmentRecord
+from green_agent.models import AssessmentReport
+from green_agent.reference_agents import serve_app
+from green_agent.reference_agents.hostile import HostileAgent
+from retail_domain import RetailData
 from tests.api.servers import GREEN_AGENT_BIN, REPO_ROOT
+from tests.engine.test_uncertainty import STORED_V2
 
 
 async def green_agent(
@@ -207,3 +217,79 @@ async def test_worker_and_api_only_need_postgresql(tmp_path: Path) -> None:
     assert code == 2 and "needs PostgreSQL" in output
     code, output = await green_agent("serve", "--no-worker", "--database-url", sqlite, timeout_s=60)
     assert code == 2 and "needs PostgreSQL" in output
+
+
+async def test_a_fix_and_check_loop_is_run_failed_from_then_compare(
+    retail_data: RetailData, oracle_url: str, tmp_path: Path
+) -> None:
+    """An agent that gives up on tasks 1 and 6; `run --failed-from` runs those two again against the fixed
+    agent (the oracle), and `compare` says by how much, with its uncertainty."""
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'loop.db'}"
+    common = ("--database-url", database_url, "--quiet")
+    async with serve_app(HostileAgent(retail_data, {"1": [], "6": []}).app) as giving_up:
+        code, output = await green_agent(
+            "run", "--agent-url", giving_up, "--task-ids", "0,1,5,6,7", "--trials", "2",
+            "--output", str(tmp_path / "first.json"), *common,
+        )  # fmt: skip
+    assert code == ExitCode.OK, output
+    first = json.loads((tmp_path / "first.json").read_text())["id"]
+    # mean rewards 1, 0, 1, 0, 1: 0.6, stderr 0.244949, 1.96 x stderr = 0.480; 2.8 x sqrt(2) x it = 0.970
+    assert re.search(r"average reward\s*│\s*0\.600 \+- 0\.480", output), output
+    assert re.search(r"pass\^2\s*│\s*0\.600 \+- 0\.480", output), output
+    assert "95% intervals over the 5 tasks scored" in output and "0.970 (80% power" in output
+
+    code, output = await green_agent(
+        "run", "--failed-from", first, "--agent-url", oracle_url, "--output", str(tmp_path / "re.json"),
+        *common,
+    )  # fmt: skip
+    assert code == ExitCode.OK, output
+    rerun = json.loads((tmp_path / "re.json").read_text())
+    assert rerun["config"]["tasks"]["task_ids"] == ["1", "6"] and rerun["config"]["trials"] == 2
+    assert f"rerunning the 2 task(s) of {first} not solved in every trial: 1, 6" in output
+    assert f"next: green-agent compare {rerun['id']} {first}" in output
+
+    code, output = await green_agent("compare", rerun["id"], first, "--database-url", database_url)
+    assert code == ExitCode.OK, output
+    assert "A is ahead of B by 1.000 +- 0.000 in mean reward (p < 0.001, 2 tasks)" in output
+    assert "a real difference" in output and "flipped: 1, 6" in output
+    code, output = await green_agent("compare", first, rerun["id"], "--json", "--database-url", database_url)
+    assert code == ExitCode.OK, output
+    compared = json.loads(output)
+    assert compared["difference"] == -1.0 and compared["tasks_compared"] == 2 and compared["b"] == rerun["id"]
+
+    code, output = await green_agent("compare", first, "nope", "--database-url", database_url)
+    assert code == ExitCode.FAILED and "cannot compare: no assessment with id nope" in output
+    code, output = await green_agent("run", "--failed-from", rerun["id"], *common)
+    assert code == ExitCode.FAILED and "solved all its 2 tasks in every trial" in output
+    code, output = await green_agent("run", "--failed-from", first, "--task-ids", "1", *common)
+    assert code == ExitCode.USAGE and "leave out --task-ids" in output
+    code, output = await green_agent("run", "--trials", "2", *common)
+    assert code == ExitCode.USAGE and "--agent-url is required (or --failed-from ID)" in output
+
+
+def test_a_report_stored_before_error_bars_still_prints() -> None:
+    """A version-2 report (no `stats`) prints its bare numbers and says why there are no error bars."""
+    report = AssessmentReport.model_validate(STORED_V2)
+    record = AssessmentRecord(
+        id="old",
+        status="completed",
+        agent_url="http://agent",
+        config={},
+        source="rest",
+        idempotency_key=None,
+        a2a_task_id=None,
+        a2a_context_id=None,
+        warnings=[],
+        trials_total=3,
+        trials_done=3,
+        run_seconds=2.5,
+        report=report,
+        error=None,
+        created_at=datetime.now(UTC),
+        started_at=None,
+        finished_at=None,
+    )
+    console = Console(record=True, width=160)
+    console.print(report_table(record, report))
+    text = console.export_text()
+    assert "0.5000 (no error bars: stored before schema version 3)" in text and "pass^1" in text

@@ -125,6 +125,9 @@ async def test_keys_and_tenancy_matrix_over_rest_and_a2a(green: tuple[str, Keys]
             ("GET", f"/assessments/{id_a}/leaderboard"),
             ("GET", f"/assessments/{id_a}/export"),
             ("POST", f"/assessments/{id_a}/cancel"),
+            ("GET", f"/assessments/{id_a}/compare/{id_b}"),
+            ("GET", f"/assessments/{id_b}/compare/{id_a}"),
+            ("POST", f"/assessments/{id_a}/rerun-failed"),
         ):
             response = await b.request(method, path)
             assert response.status_code == 404, (method, path, response.text)

@@ -110,6 +110,13 @@ async def test_agentbeats_request_streams_and_completes_with_result(
     assert data["trials_total"] == 6
     assert data["time_used"] > 0 and data["num_trials"] == 2 and set(data["pass_hat_k"]) == {"1", "2"}
     assert "DB_STATE_MATCH" in data["signal_rates"]
+    # The error bars are added fields; every key above keeps its shape. Tasks 0 and 1, both solved: 1.0,
+    # stderr exactly 0 (every task the same), as text "1.000 +- 0.000".
+    stats = data["stats"]
+    assert stats["n_tasks"] == 2 and stats["avg_reward"] == {"value": 1.0, "stderr": 0.0, "ci95": [1.0, 1.0]}
+    assert set(stats["pass_hat_k"]) == {"1", "2"} and stats["task_successes"] == {"0": [2, 2], "1": [2, 2]}
+    assert "average reward 1.000 +- 0.000 (95% intervals over 2 tasks)" in parts[0].text, parts[0].text
+    assert "pass^2 1.000 +- 0.000" in parts[0].text
 
     # The same assessment through the REST door.
     rest = (await http.get(f"{green_url}assessments/{data['assessment_id']}")).json()

@@ -119,7 +119,7 @@ async def test_lifecycle_with_idempotency_and_sse(client: httpx.AsyncClient, ora
     assert result["complete"] is False and result["partial_reasons"] == {"not_judged": 2}
     assert report["signal_applicable"]["CLEAN_EXIT"] == 4 and report["signal_applicable"]["COMMUNICATE"] == 0
     assert result["signal_applicable"] == report["signal_applicable"]
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
 
     trials = (await client.get(f"/assessments/{assessment_id}/trials")).json()
     assert trials["count"] == 6
