@@ -291,19 +291,19 @@ def _worker(args: argparse.Namespace) -> int:
 
 def _db_upgrade(args: argparse.Namespace) -> int:
     from api.db.engine import create_engine
-    from api.db.migrate import upgrade
+    from api.db.migrate import Upgraded, upgrade
 
     settings = _settings(database_url=args.database_url)
 
-    async def go() -> None:
+    async def go() -> Upgraded:
         engine = create_engine(settings.database_url)
         try:
-            await upgrade(engine)
+            return await upgrade(engine)
         finally:
             await engine.dispose()
 
-    asyncio.run(go())
-    print(f"database at {settings.database_url_for_display()} is up to date")
+    upgraded = asyncio.run(go())
+    print(f"database at {settings.database_url_for_display()}: {upgraded.summary()}")
     return ExitCode.OK
 
 
