@@ -132,7 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     keys = commands.add_parser("keys", help="API keys (once one exists, every request needs a key)")
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
-    create = key_commands.add_parser("create", help="create a key and print it (the only time it is shown)")
+    create = key_commands.add_parser(
+        "create",
+        help="create a key and print it (the only time it is shown): the key alone on stdout, "
+        "so that KEY=$(green-agent keys create ...) keeps it",
+    )
     create.add_argument("--tenant", required=True, help="whose assessments the key sees and creates")
     create.add_argument("--admin", action="store_true", help="the key sees every tenant's assessments")
     create.add_argument(
@@ -330,8 +334,10 @@ def _keys(args: argparse.Namespace) -> int:
                     args.tenant, admin=args.admin, allow_private_agents=args.allow_private_agents
                 )
                 flags = _flags(key.admin, key.allow_private_agents)
-                print(f"created key {key.id} for tenant {key.tenant}{flags}")
-                print("the key (shown only now; only its hash is stored):")
+                # Only the key on stdout, so that `KEY=$(green-agent keys create ...)` keeps it; the rest
+                # is for the person at the terminal.
+                print(f"created key {key.id} for tenant {key.tenant}{flags}", file=sys.stderr)
+                print("the key (shown only now; only its hash is stored):", file=sys.stderr)
                 print(secret)
                 return ExitCode.OK
             if args.keys_command == "list":
