@@ -33,7 +33,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings, LLMEndpoint
+from green_agent.config import (
+    SCRIPTED_USER,
+    AssessmentConfig,
+    ConfigError,
+    EngineSettings,
+    LLMEndpoint,
+    with_model_step_limit,
+)
 from green_agent.errors import AgentEgressError, AgentError, AgentNotReachedError, LLMUnavailableError
 from green_agent.judge import Judge
 from green_agent.keyed_limits import KeyedLimits
@@ -262,7 +269,11 @@ class Engine:
         assessment_id: str | None = None,
     ) -> AssessmentReport:
         """Run every trial not already in `completed`; return the report over all of them (see
-        `open_assessment` for `egress`, `tenant` and `assessment_id`)."""
+        `open_assessment` for `egress`, `tenant` and `assessment_id`). A config that sets no step limit gets
+        its customer model's `max_steps`, if it has one, with a warning in the log."""
+        config, step_limit = with_model_step_limit(config, self.settings)
+        for warning in step_limit:
+            log.warning("%s", warning)
         clock = time.monotonic()
         keys = self.trial_keys(config)
         position = {key: i for i, key in enumerate(keys)}

@@ -55,7 +55,11 @@ def _add_assessment_options(parser: argparse.ArgumentParser, *, demo: bool) -> N
         parser.add_argument("--split", choices=["base", "train", "test"], default="base")
         parser.add_argument("--dialect", choices=["auto", "text", "structured"], default="auto")
         parser.add_argument("--user-model", help="a configured user model name (default: the operator's)")
-        parser.add_argument("--max-steps", type=int, default=200)
+        parser.add_argument(
+            "--max-steps",
+            type=int,
+            help="steps per trial (default 200, or the customer model's own max_steps setting)",
+        )
         parser.add_argument("--max-errors", type=int, default=10)
         parser.add_argument("--seed", type=int, default=300)
         parser.add_argument("--turn-timeout", type=float, help="seconds to wait for one white-agent reply")
@@ -382,7 +386,7 @@ def _run(args: argparse.Namespace) -> int:
             agent_url=args.agent_url,
             tasks=TaskSelection(split=args.split, task_ids=task_ids, num_tasks=args.num_tasks),
             trials=args.trials,
-            max_steps=args.max_steps,
+            **({"max_steps": args.max_steps} if args.max_steps is not None else {}),
             max_errors=args.max_errors,
             concurrency=args.concurrency,
             dialect=args.dialect,

@@ -55,7 +55,13 @@ from api.runtime.metrics import TurnClock, agent_host
 from api.runtime.queue import TrialQueue, is_transient
 from api.security.quotas import QuotaPolicy
 from api.settings import default_of
-from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings
+from green_agent.config import (
+    SCRIPTED_USER,
+    AssessmentConfig,
+    ConfigError,
+    EngineSettings,
+    with_model_step_limit,
+)
 from green_agent.engine import AssessmentRun
 from green_agent.errors import AgentNotReachedError, LLMUnavailableError
 from green_agent.metrics import compute_report
@@ -288,7 +294,9 @@ class AssessmentService:
         tenant or the service has too much unfinished work right now, IdempotencyConflict when the key was
         used for another request. `notes` are kept with the assessment (e.g. what an A2A request asked for
         that was mapped or ignored). `builtin_oracle`: the agent is the demo's own oracle, the one agent the
-        scripted customer suits (no warning about it)."""
+        scripted customer suits (no warning about it). A config that sets no step limit gets its customer
+        model's `max_steps`, if the operator gave it one, and a warning saying so."""
+        config, step_limit = with_model_step_limit(config, self._engine.settings)
         task_ids = self._engine.validate(config)
         refusal = self._egress_policy(allow_private_agents).url_refusal(config.agent_url)
         if refusal is not None:
@@ -301,6 +309,7 @@ class AssessmentService:
             source=source,
             warnings=[
                 *notes,
+                *step_limit,
                 *scripted_customer_warnings(config, self._engine.settings, builtin_oracle=builtin_oracle),
                 *concurrency_warnings(config, self._engine.settings),
                 *await self._worker_warnings(),
