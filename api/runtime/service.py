@@ -123,6 +123,10 @@ def unstorable_stand_in(result: TrialResult, exc: Exception) -> TrialResult:
     )
 
 
+OPERATOR_SOURCES = frozenset({"cli"})
+"""Assessments the operator started on this machine (`green-agent run`, `demo`): told exactly why an agent
+could not be reached (connection refused, timed out, no card, TLS, DNS)."""
+
 SCRIPTED_CUSTOMER_WARNING = (
     "the customer is the scripted one, which only names the task id and then says ###STOP###: any real "
     "agent will score 0. Name an LLM user model (user_model; the bundled local model or a configured "
@@ -540,8 +544,8 @@ class AssessmentService:
                 raise await opened.run.not_reached(failure) from failure.__cause__
         except AgentNotReachedError as exc:
             # Not our failure (the agent is absent or the URL wrong): no traceback; the message says the fix.
-            logger.info("assessment %s failed: %s", assessment_id, exc)
-            await self._fail(assessment_id, str(exc))
+            logger.info("assessment %s failed: %s", assessment_id, exc.detailed)
+            await self._fail(assessment_id, await self._unreached_message(assessment_id, exc))
             return
         except Exception as exc:  # a bug of ours: the assessment ends visibly rather than hanging
             logger.exception("trial %s/%s of assessment %s crashed", task_id, trial, assessment_id)
@@ -645,6 +649,13 @@ class AssessmentService:
             trials_planned=record.trials_total,
             run_info=self._engine.run_info(config),
         )
+
+    async def _unreached_message(self, assessment_id: str, exc: AgentNotReachedError) -> str:
+        """What the requester is told about an agent that could not be reached: exactly what happened for the
+        operator's own runs (`green-agent run` on this machine), the same words whatever happened for anyone
+        else, so that the service cannot be used to map which ports are open (docs/security.md)."""
+        record = await self.repository.get(assessment_id)
+        return exc.detailed if record is not None and record.source in OPERATOR_SOURCES else str(exc)
 
     async def _fail(self, assessment_id: str, error: str) -> None:
         await self._finish(assessment_id, FAILED, error=error)
