@@ -32,8 +32,11 @@ def test_lock_file_matches_pyproject() -> None:
 # `[build-system]` asks for: nothing of the build backend may show (no `project.license` deprecation, no
 # editable-install notice).
 def test_the_editable_install_prints_no_build_warning(tmp_path: Path) -> None:
-    # Installed into a prefix of its own, so the test's environment is left as it is.
-    install = ["install", "--quiet", "--no-deps", "--prefix", str(tmp_path), "-e", "."]
+    # Into a throwaway environment of its own (pip's --python): installing into a --prefix would uninstall the
+    # test environment's own copy first.
+    target = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(target)], check=True, timeout=120)
+    install = ["--python", str(target / "bin" / "python"), "install", "--quiet", "--no-deps", "-e", "."]
     done = subprocess.run(
         [sys.executable, "-m", "pip", *install],
         cwd=REPO_ROOT,
@@ -48,3 +51,5 @@ def test_the_editable_install_prints_no_build_warning(tmp_path: Path) -> None:
         line for line in (done.stdout + done.stderr).splitlines() if not line.startswith("WARNING: Location ")
     ]
     assert printed == [], "\n".join(printed)
+    installed = list((target / "lib").glob("python3*/site-packages/__editable__.*.pth"))
+    assert len(installed) == 1 and installed[0].read_text().strip() == str(REPO_ROOT)
