@@ -64,6 +64,9 @@ class ModelSpec(BaseModel):
     base_url: str | None = None
     api_key: SecretStr | None = None
     extra_args: dict[str, Any] = Field(default_factory=dict)
+    max_steps: int | None = Field(
+        default=None, ge=1, le=10_000, description=LLMEndpoint.model_fields["max_steps"].description
+    )
 
 
 class TenantQuotaOverride(BaseModel):
@@ -544,6 +547,7 @@ class Settings(BaseSettings):
             base_url=spec.base_url or self.openai_base_url,
             api_key=key.get_secret_value() if key else None,
             extra_args=dict(spec.extra_args),
+            max_steps=spec.max_steps,
         )
 
     def egress_policy(self, *, allow_private: bool | None = None) -> EgressPolicy:

@@ -65,8 +65,24 @@ class LLMEndpoint(BaseModel):
     api_key: str | None = Field(default=None, description="API key; None = the client's environment default.")
     extra_args: dict[str, Any] = Field(
         default_factory=dict,
-        description="Extra request arguments (e.g. reasoning_effort); they win over temperature/seed.",
+        description="Extra request arguments (e.g. reasoning_effort, or max_tokens: the reply cap); they win "
+        "over temperature/seed.",
     )
+    max_steps: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="As a customer model: the step limit of an assessment that sets none (a small model that "
+        "never ends the conversation would otherwise run to the 200-step default). None = that default.",
+    )
+
+    def reply_cap(self) -> int | None:
+        """The reply cap these request arguments set (max_tokens or max_completion_tokens), if any."""
+        for name in ("max_tokens", "max_completion_tokens"):
+            value = self.extra_args.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return None
 
 
 class EngineSettings(BaseModel):
@@ -345,3 +361,26 @@ class AssessmentConfig(BaseModel):
     def agent_header_values(self) -> dict[str, str]:
         """The headers as plain text, for the HTTP client only."""
         return {name: secret.get_secret_value() for name, secret in self.agent_headers.items()}
+
+
+def with_model_step_limit(
+    config: AssessmentConfig, settings: EngineSettings
+) -> tuple[AssessmentConfig, list[str]]:
+    """`config` with its customer model's `max_steps` when the config sets no step limit itself, and the
+    warning that says so (with the reply caps of the customer and the judge), so that the limits a small model
+    needs are never applied silently. A config that sets `max_steps` is returned as it is."""
+    name = config.user_model or settings.default_user_model
+    endpoint = settings.user_models.get(name)
+    if endpoint is None or endpoint.max_steps is None or "max_steps" in config.model_fields_set:
+        return config, []
+    default = AssessmentConfig.model_fields["max_steps"].default
+    caps = [f"customer replies at most {endpoint.reply_cap()} tokens"] if endpoint.reply_cap() else []
+    judge_cap = settings.judge.reply_cap() if settings.judge is not None else None
+    if judge_cap:
+        caps.append(f"judge replies at most {judge_cap} tokens")
+    warning = (
+        f"the customer model {name!r} sets the step limit: conversations end after {endpoint.max_steps} "
+        f"steps (its max_steps, for assessments that set none; tau2 allows {default}, so these numbers do "
+        "not compare with published ones; set max_steps to choose)" + "".join(f"; {cap}" for cap in caps)
+    )
+    return config.model_copy(update={"max_steps": endpoint.max_steps}), [warning]

@@ -33,8 +33,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings, LLMEndpoint
-from green_agent.errors import AgentEgressError, AgentError, AgentNotReachedError, LLMUnavailableError
+from green_agent.config import (
+    SCRIPTED_USER,
+    AssessmentConfig,
+    ConfigError,
+    EngineSettings,
+    LLMEndpoint,
+    with_model_step_limit,
+)
+from green_agent.errors import (
+    AgentEgressError,
+    AgentError,
+    AgentNotReachedError,
+    AgentUnreachableError,
+    LLMUnavailableError,
+)
 from green_agent.judge import Judge
 from green_agent.keyed_limits import KeyedLimits
 from green_agent.llm import ChatLLM, RetryPolicy
@@ -262,7 +275,11 @@ class Engine:
         assessment_id: str | None = None,
     ) -> AssessmentReport:
         """Run every trial not already in `completed`; return the report over all of them (see
-        `open_assessment` for `egress`, `tenant` and `assessment_id`)."""
+        `open_assessment` for `egress`, `tenant` and `assessment_id`). A config that sets no step limit gets
+        its customer model's `max_steps`, if it has one, with a warning in the log."""
+        config, step_limit = with_model_step_limit(config, self.settings)
+        for warning in step_limit:
+            log.warning("%s", warning)
         clock = time.monotonic()
         keys = self.trial_keys(config)
         position = {key: i for i, key in enumerate(keys)}
@@ -350,6 +367,10 @@ class Engine:
             await pool.card(agent_url, headers)
         except AgentEgressError:
             raise
+        except AgentUnreachableError as exc:
+            # The same words whatever happened (the URL is already in the message); the detail is the
+            # operator's (`AgentNotReachedError.detailed`).
+            raise AgentNotReachedError(agent_url, "no A2A agent card was served there", exc.detail) from exc
         except AgentError as exc:
             raise AgentNotReachedError(agent_url, str(exc)) from exc
 
@@ -445,9 +466,11 @@ class AssessmentRun:
         advertised = ", ".join(i.url for i in card.supported_interfaces) or "no address"
         problem = (
             "its agent card was read, but no message could be delivered to the address it advertises "
-            f"({advertised}): {failure.__cause__}"
+            f"({advertised})"
         )
-        return AgentNotReachedError(agent_url, problem)
+        cause = failure.__cause__
+        detail = cause.detail if isinstance(cause, AgentUnreachableError) else None
+        return AgentNotReachedError(agent_url, problem, f"{problem}: {detail}" if detail else None)
 
 
 def _sha256(text: str) -> str:

@@ -40,7 +40,15 @@ class AgentTimeoutError(AgentError):
 
 
 class AgentUnreachableError(AgentError):
-    """The message never reached the white agent (so it was safe to retry, and retries ran out)."""
+    """The message never reached the white agent (so it was safe to retry, and retries ran out).
+
+    The message is what any requester may read (the same whatever the port state); `detail` says what
+    happened (connection refused, timed out, no card, TLS, DNS: `white_agent/unreached.py`), for the
+    operator."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 class AgentEgressError(AgentError):
@@ -63,15 +71,21 @@ class LLMUnavailableError(EngineError):
 class AgentNotReachedError(EngineError):
     """The white agent could not be reached before it answered anything: its card could not be read, or no
     message could be delivered before any was answered. The assessment cannot run and ends `failed`; the
-    message says what to fix. (Once the agent has answered, a lost connection is one trial's agent error.)"""
+    message says what to fix. (Once the agent has answered, a lost connection is one trial's agent error.)
 
-    def __init__(self, agent_url: str, problem: str) -> None:
+    `str()` is for any requester (the same whatever the port state); `detailed` says exactly what happened
+    (connection refused, timed out, no card at the URL, TLS, DNS) in one line, for the operator's own runs."""
+
+    def __init__(self, agent_url: str, problem: str, detail: str | None = None) -> None:
         super().__init__(
             f"the white agent at {agent_url} could not be reached: {problem}. Check that the agent is "
             "running and that this URL, and the URL its agent card advertises, are reachable from the green "
             "agent; then start the assessment again"
         )
         self.agent_url = agent_url
+        self.detailed = str(self)
+        if detail:
+            self.detailed = f"the white agent at {agent_url} could not be reached: {detail}"
 
 
 class InfrastructureError(EngineError):

@@ -21,6 +21,22 @@ NO_VERDICT = "the judge gave no verdict for this assertion"
 REASONING_MAX_CHARS = 400
 """Longest reasoning the schema allows per verdict: a small model otherwise fills its whole reply budget with
 it and the JSON is cut off unfinished."""
+REPLY_FRAME_TOKENS = 8
+VERDICT_FRAME_TOKENS = 20
+"""Tokens of the reply's JSON besides the reasoning texts: `{"results": [...]}`, and one verdict's
+`{"index": 0, "reasoning": "", "metExpectation": false}` with its separator (5 and 19 on SmolLM2's tokenizer,
+rounded up)."""
+
+
+def reasoning_max_chars(reply_cap: int | None, count: int) -> int:
+    """The longest reasoning per verdict with which `count` verdicts still fit in a reply of `reply_cap`
+    tokens (the judge endpoint's max_tokens), so that a capped reply closes its JSON instead of being cut
+    off unreadable (which fails every assertion). One character per token: the worst case of a tokenizer
+    (SmolLM2 spends one token per digit, and a 135M judge writes "1.000000" as its reasoning)."""
+    if reply_cap is None:
+        return REASONING_MAX_CHARS
+    per_verdict = (reply_cap - REPLY_FRAME_TOKENS) // max(count, 1) - VERDICT_FRAME_TOKENS
+    return max(0, min(REASONING_MAX_CHARS, per_verdict))
 
 
 @dataclass(frozen=True)
@@ -74,16 +90,16 @@ def judge_messages(
     return [{"role": "system", "content": rubric}, {"role": "user", "content": user}]
 
 
-def verdicts_response_format(count: int) -> dict[str, Any]:
-    """A `json_schema` response format for exactly `count` verdicts in the rubric's shape. Endpoints that
-    support it (OpenAI, vLLM, llama.cpp) then can only produce a parseable reply; small models need this to
-    give JSON at all. It shapes the reply, it does not relax the parsing: `normalize_verdicts` still checks
-    every entry."""
+def verdicts_response_format(count: int, reasoning_chars: int = REASONING_MAX_CHARS) -> dict[str, Any]:
+    """A `json_schema` response format for exactly `count` verdicts in the rubric's shape, each reasoning at
+    most `reasoning_chars` long. Endpoints that support it (OpenAI, vLLM, llama.cpp) then can only produce a
+    parseable reply; small models need this to give JSON at all. It shapes the reply, it does not relax the
+    parsing: `normalize_verdicts` still checks every entry."""
     entry = {
         "type": "object",
         "properties": {
             "index": {"type": "integer", "minimum": 0, "maximum": max(count - 1, 0)},
-            "reasoning": {"type": "string", "maxLength": REASONING_MAX_CHARS},
+            "reasoning": {"type": "string", "maxLength": reasoning_chars},
             "metExpectation": {"type": "boolean"},
         },
         "required": ["index", "reasoning", "metExpectation"],
@@ -112,7 +128,10 @@ class Judge:
 
     async def judge(self, assertions: Sequence[str], transcript: Sequence[TranscriptMessage]) -> JudgeOutcome:
         messages = judge_messages(self.rubric, assertions, transcript)
-        response_format = verdicts_response_format(len(assertions)) if self.json_schema else None
+        response_format = None
+        if self.json_schema:
+            reasoning = reasoning_max_chars(self.llm.endpoint.reply_cap(), len(assertions))
+            response_format = verdicts_response_format(len(assertions), reasoning)
         reply = await self.llm.complete(messages, seed=None, temperature=0.0, response_format=response_format)
         raw = reply.content or ""
         return JudgeOutcome(

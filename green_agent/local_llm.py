@@ -39,6 +39,19 @@ MODEL_NAME = "smollm2-135m"
 """The name the local server answers to (`/v1/models`); endpoints send it as `model`."""
 INSTALL_HINT = "pip install '.[local-llm]' (the runtime), then `green-agent local-llm install` (the model)"
 
+# What the endpoints of `local-llm serve` carry, so that an assessment with this model finishes in minutes on
+# a 2-core machine (docs/local-llm.md has the measurements). The 135M customer never ends a conversation and
+# fills whatever reply it is allowed: at the 200-step default and the server's 384-token cap, 3 trials had
+# not finished after 5.5 minutes. Each bound is an ordinary setting of the endpoint: the operator may change
+# it.
+CUSTOMER_MAX_STEPS = 20
+"""Step limit of an assessment with this customer that sets none (`LLMEndpoint.max_steps`)."""
+CUSTOMER_MAX_TOKENS = 64
+"""Reply cap of the customer: a customer's message is a sentence or two."""
+JUDGE_MAX_TOKENS = 192
+"""Reply cap of the judge; its reasoning shrinks to fit (`judge.reasoning_max_chars`). Its prompt (the whole
+conversation with the tool results) is what a judge call costs, not its reply."""
+
 
 class LocalLLMUnavailable(RuntimeError):
     """The runtime (xllamacpp) or the model package is missing or unusable; the message says what to do."""
@@ -160,6 +173,15 @@ class LocalLLMServer:
         """An endpoint for this server; the reply cap is sent with every request too."""
         args: dict[str, Any] = {"max_tokens": self.settings.max_tokens, **extra_args}
         return LLMEndpoint(model=self.model, base_url=self.base_url, api_key="local", extra_args=args)
+
+    def customer_endpoint(self) -> LLMEndpoint:
+        """This server as the customer: its own step limit and a short reply cap."""
+        endpoint = self.endpoint(max_tokens=min(CUSTOMER_MAX_TOKENS, self.settings.max_tokens))
+        return endpoint.model_copy(update={"max_steps": CUSTOMER_MAX_STEPS})
+
+    def judge_endpoint(self) -> LLMEndpoint:
+        """This server as the NL-assertion judge, with its reply cap."""
+        return self.endpoint(max_tokens=min(JUDGE_MAX_TOKENS, self.settings.max_tokens))
 
 
 def start_server(settings: LocalLLMSettings, model: Path) -> LocalLLMServer:

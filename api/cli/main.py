@@ -67,7 +67,11 @@ def _add_assessment_options(parser: argparse.ArgumentParser, *, demo: bool) -> N
         parser.add_argument("--split", choices=["base", "train", "test"], help="default: base")
         parser.add_argument("--dialect", choices=["auto", "text", "structured"], help="default: auto")
         parser.add_argument("--user-model", help="a configured user model name (default: the operator's)")
-        parser.add_argument("--max-steps", type=int, help="default: 200")
+        parser.add_argument(
+            "--max-steps",
+            type=int,
+            help="steps per trial (default 200, or the customer model's own max_steps setting)",
+        )
         parser.add_argument("--max-errors", type=int, help="default: 10")
         parser.add_argument("--seed", type=int, help="default: 300")
         parser.add_argument("--turn-timeout", type=float, help="seconds to wait for one white-agent reply")
@@ -166,7 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     keys = commands.add_parser("keys", help="API keys (once one exists, every request needs a key)")
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
-    create = key_commands.add_parser("create", help="create a key and print it (the only time it is shown)")
+    create = key_commands.add_parser(
+        "create",
+        help="create a key and print it (the only time it is shown): the key alone on stdout, "
+        "so that KEY=$(green-agent keys create ...) keeps it",
+    )
     create.add_argument("--tenant", required=True, help="whose assessments the key sees and creates")
     create.add_argument("--admin", action="store_true", help="the key sees every tenant's assessments")
     create.add_argument(
@@ -325,19 +333,19 @@ def _worker(args: argparse.Namespace) -> int:
 
 def _db_upgrade(args: argparse.Namespace) -> int:
     from api.db.engine import create_engine
-    from api.db.migrate import upgrade
+    from api.db.migrate import Upgraded, upgrade
 
     settings = _settings(database_url=args.database_url)
 
-    async def go() -> None:
+    async def go() -> Upgraded:
         engine = create_engine(settings.database_url)
         try:
-            await upgrade(engine)
+            return await upgrade(engine)
         finally:
             await engine.dispose()
 
-    asyncio.run(go())
-    print(f"database at {settings.database_url_for_display()} is up to date")
+    upgraded = asyncio.run(go())
+    print(f"database at {settings.database_url_for_display()}: {upgraded.summary()}")
     return ExitCode.OK
 
 
@@ -364,8 +372,10 @@ def _keys(args: argparse.Namespace) -> int:
                     args.tenant, admin=args.admin, allow_private_agents=args.allow_private_agents
                 )
                 flags = _flags(key.admin, key.allow_private_agents)
-                print(f"created key {key.id} for tenant {key.tenant}{flags}")
-                print("the key (shown only now; only its hash is stored):")
+                # Only the key on stdout, so that `KEY=$(green-agent keys create ...)` keeps it; the rest
+                # is for the person at the terminal.
+                print(f"created key {key.id} for tenant {key.tenant}{flags}", file=sys.stderr)
+                print("the key (shown only now; only its hash is stored):", file=sys.stderr)
                 print(secret)
                 return ExitCode.OK
             if args.keys_command == "list":

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -20,6 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 import migrations
 
 SCRIPT_LOCATION = str(Path(migrations.__file__).resolve().parent)
+VERSION_TABLE = "green_agent_schema_version"
+"""Where Alembic records the schema's revision (migrations/env.py configures it)."""
 
 
 def alembic_config() -> Config:
@@ -28,10 +32,33 @@ def alembic_config() -> Config:
     return config
 
 
-def _upgrade(connection: Connection, revision: str) -> None:
+@dataclass(frozen=True)
+class Upgraded:
+    """What an upgrade did: the revision before (None: the database had none of our tables) and after."""
+
+    before: str | None
+    after: str | None
+
+    def summary(self) -> str:
+        if self.before is None:
+            return f"created the tables at revision {self.after}"
+        if self.before == self.after:
+            return f"already at revision {self.after}"
+        return f"upgraded from revision {self.before} to {self.after}"
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The schema revision the database records (None when it has none)."""
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    return context.get_current_revision()
+
+
+def _upgrade(connection: Connection, revision: str) -> Upgraded:
+    before = current_revision(connection)
     config = alembic_config()
     config.attributes["connection"] = connection
     command.upgrade(config, revision)
+    return Upgraded(before=before, after=current_revision(connection))
 
 
 # Any constant shared by every process of the service: replicas starting together take turns migrating.
@@ -54,7 +81,8 @@ async def schema_lock(engine: AsyncEngine) -> AsyncIterator[None]:
             await connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
 
 
-async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
-    """Apply every migration up to `revision` (idempotent; creates the SQLite file when missing)."""
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> Upgraded:
+    """Apply every migration up to `revision` (idempotent; creates the SQLite file when missing); say what
+    was done."""
     async with schema_lock(engine), engine.begin() as connection:
-        await connection.run_sync(_upgrade, revision)
+        return await connection.run_sync(_upgrade, revision)

@@ -56,7 +56,13 @@ from api.runtime.metrics import TurnClock, agent_host
 from api.runtime.queue import TrialQueue, is_transient
 from api.security.quotas import QuotaPolicy
 from api.settings import default_of
-from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings
+from green_agent.config import (
+    SCRIPTED_USER,
+    AssessmentConfig,
+    ConfigError,
+    EngineSettings,
+    with_model_step_limit,
+)
 from green_agent.engine import AssessmentRun
 from green_agent.errors import AgentNotReachedError, LLMUnavailableError
 from green_agent.metrics import compute_report, task_scores, tasks_not_fully_solved
@@ -118,6 +124,10 @@ def unstorable_stand_in(result: TrialResult, exc: Exception) -> TrialResult:
         }
     )
 
+
+OPERATOR_SOURCES = frozenset({"cli"})
+"""Assessments the operator started on this machine (`green-agent run`, `demo`): told exactly why an agent
+could not be reached (connection refused, timed out, no card, TLS, DNS)."""
 
 SCRIPTED_CUSTOMER_WARNING = (
     "the customer is the scripted one, which only names the task id and then says ###STOP###: any real "
@@ -303,7 +313,9 @@ class AssessmentService:
         tenant or the service has too much unfinished work right now, IdempotencyConflict when the key was
         used for another request. `notes` are kept with the assessment (e.g. what an A2A request asked for
         that was mapped or ignored). `builtin_oracle`: the agent is the demo's own oracle, the one agent the
-        scripted customer suits (no warning about it)."""
+        scripted customer suits (no warning about it). A config that sets no step limit gets its customer
+        model's `max_steps`, if the operator gave it one, and a warning saying so."""
+        config, step_limit = with_model_step_limit(config, self._engine.settings)
         task_ids = self._engine.validate(config)
         refusal = self._egress_policy(allow_private_agents).url_refusal(config.agent_url)
         if refusal is not None:
@@ -316,6 +328,7 @@ class AssessmentService:
             source=source,
             warnings=[
                 *notes,
+                *step_limit,
                 *scripted_customer_warnings(config, self._engine.settings, builtin_oracle=builtin_oracle),
                 *concurrency_warnings(config, self._engine.settings),
                 *await self._worker_warnings(),
@@ -546,8 +559,8 @@ class AssessmentService:
                 raise await opened.run.not_reached(failure) from failure.__cause__
         except AgentNotReachedError as exc:
             # Not our failure (the agent is absent or the URL wrong): no traceback; the message says the fix.
-            logger.info("assessment %s failed: %s", assessment_id, exc)
-            await self._fail(assessment_id, str(exc))
+            logger.info("assessment %s failed: %s", assessment_id, exc.detailed)
+            await self._fail(assessment_id, await self._unreached_message(assessment_id, exc))
             return
         except Exception as exc:  # a bug of ours: the assessment ends visibly rather than hanging
             logger.exception("trial %s/%s of assessment %s crashed", task_id, trial, assessment_id)
@@ -651,6 +664,13 @@ class AssessmentService:
             trials_planned=record.trials_total,
             run_info=self._engine.run_info(config),
         )
+
+    async def _unreached_message(self, assessment_id: str, exc: AgentNotReachedError) -> str:
+        """What the requester is told about an agent that could not be reached: exactly what happened for the
+        operator's own runs (`green-agent run` on this machine), the same words whatever happened for anyone
+        else, so that the service cannot be used to map which ports are open (docs/security.md)."""
+        record = await self.repository.get(assessment_id)
+        return exc.detailed if record is not None and record.source in OPERATOR_SOURCES else str(exc)
 
     async def _fail(self, assessment_id: str, error: str) -> None:
         await self._finish(assessment_id, FAILED, error=error)

@@ -81,6 +81,7 @@ from green_agent.white_agent.egress import (
 )
 from green_agent.white_agent.http1 import AgentTransport, DirectClient, TransportLimits
 from green_agent.white_agent.matching import Trial, expectation_for, expecting
+from green_agent.white_agent.unreached import NotACard, why_unreached
 
 log = logging.getLogger(__name__)
 
@@ -304,22 +305,29 @@ class WhiteAgentPool:
         whether an A2A agent answered there, and nothing else. The operator's log keeps the detail."""
         resolver = A2ACardResolver(http, agent_url)
         unreachable = f"{UNREACHABLE} at {agent_url}: no A2A agent card was served there"
+        card_url = f"{resolver.base_url}/{resolver.agent_card_path}"
+        detail = None
         for attempt in range(self.limits.connect_retries + 1):
             if attempt:
                 await asyncio.sleep(self.limits.retry_backoff_s * 2 ** (attempt - 1))
             try:
                 async with asyncio.timeout(self.limits.card_timeout_s):
-                    return await resolver.get_agent_card(
+                    card = await resolver.get_agent_card(
                         http_kwargs={"timeout": self.limits.card_timeout_s, "headers": headers}
                     )
+                if not any(i.protocol_binding in _USED_BINDINGS for i in card.supported_interfaces):
+                    # The SDK takes any JSON object for a card; one without a usable endpoint is none.
+                    raise NotACard("it names no JSON-RPC or HTTP+JSON endpoint (supportedInterfaces)")
+                return card
             except Exception as exc:
                 refused = egress_refusal_in(exc)
                 if refused is not None:
                     raise AgentEgressError(str(refused)) from None
-                log.info("agent card at %s not read: %s", agent_url, _describe(exc))
+                detail = why_unreached(exc, card_url, timeout_s=self.limits.card_timeout_s)
+                log.info("agent card at %s not read: %s (%s)", agent_url, detail, _describe(exc))
                 if isinstance(exc, TimeoutError):
                     break
-        raise AgentUnreachableError(unreachable)
+        raise AgentUnreachableError(unreachable, detail)
 
     def _check_endpoints(self, card: AgentCard) -> None:
         """Every endpoint the card offers for the bindings this client uses must pass the policy as a URL
@@ -446,7 +454,11 @@ class Conversation:
                     raise
                 last = exc
         log.info("agent endpoint not reached: %s", _describe(last))
-        raise AgentUnreachableError(ENDPOINT_UNREACHABLE)
+        used = [i.url for i in self.card.supported_interfaces if i.protocol_binding in _USED_BINDINGS]
+        detail = None
+        if last is not None and used:
+            detail = why_unreached(last, used[0], timeout_s=self.limits.connect_timeout_s)
+        raise AgentUnreachableError(ENDPOINT_UNREACHABLE, detail)
 
     async def _send_once(self, request: SendMessageRequest) -> AgentReply:
         final: Any = None

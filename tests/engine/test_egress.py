@@ -24,7 +24,6 @@ from green_agent.errors import AgentEgressError, AgentNotReachedError
 from green_agent.models import TrialResult
 from green_agent.reference_agents import serve_app
 from green_agent.white_agent.egress import (
-    UNREACHABLE,
     EgressConnector,
     EgressPolicy,
     IPAddress,
@@ -89,9 +88,13 @@ async def first_trial(opened: Engine, config: AssessmentConfig, **kwargs: Any) -
 
 async def not_reached(opened: Engine, config: AssessmentConfig) -> str:
     """The message of the failed assessment: an agent not reached at the start fails it as a whole."""
+    return str(await not_reached_error(opened, config))
+
+
+async def not_reached_error(opened: Engine, config: AssessmentConfig) -> AgentNotReachedError:
     with pytest.raises(AgentNotReachedError) as raised:
         await opened.run(config)
-    return str(raised.value)
+    return raised.value
 
 
 # -- the rules --------------------------------------------------------------------------------------------
@@ -346,16 +349,20 @@ async def port_states() -> AsyncIterator[dict[str, int]]:
 
 async def test_agent_url_errors_read_the_same_whatever_the_port_state(data: RetailData) -> None:
     errors: dict[str, str] = {}
+    details: dict[str, str] = {}
     seconds: dict[str, float] = {}
     async with port_states() as ports, engine(data) as opened:
         for state, port in ports.items():
             begin = time.monotonic()
             config = AssessmentConfig(agent_url=f"http://127.0.0.1:{port}", tasks=ONE)
-            message = await not_reached(opened, config)
+            error = await not_reached_error(opened, config)
             seconds[state] = time.monotonic() - begin
-            errors[state] = message.replace(str(port), "PORT")
+            errors[state] = str(error).replace(str(port), "PORT")
+            details[state] = error.detailed.replace(str(port), "PORT")
     assert len(set(errors.values())) == 1, errors
-    assert UNREACHABLE in errors["closed"]
+    assert "could not be reached: no A2A agent card was served there." in errors["closed"]
+    # Only the operator's reading tells them apart (api/runtime/service.py gives it to `green-agent run`).
+    assert len(set(details.values())) == 3 and "connection refused" in details["closed"], details
     # Nor does the time: each waits out the same retry schedule (1.75 s). A loose bound, not a benchmark.
     assert max(seconds.values()) < 3 * min(seconds.values()), seconds
 
@@ -378,7 +385,7 @@ async def test_card_endpoint_errors_read_the_same_whatever_the_port_state(data: 
                 seconds[state] = time.monotonic() - begin
             errors[state] = message.replace(url.rstrip("/"), "AGENT").replace(str(port), "PORT")
     assert len(set(errors.values())) == 1, errors
-    assert UNREACHABLE in errors["closed"]
+    assert "no message could be delivered to the address it advertises" in errors["closed"]
     assert max(seconds.values()) < 3 * min(seconds.values()), seconds
 
 

@@ -9,7 +9,12 @@ import json
 from typing import Any
 
 from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection
-from green_agent.judge import REASONING_MAX_CHARS
+from green_agent.judge import (
+    REASONING_MAX_CHARS,
+    REPLY_FRAME_TOKENS,
+    VERDICT_FRAME_TOKENS,
+    reasoning_max_chars,
+)
 from green_agent.reference_agents import serve_reference_agent
 from green_agent.reference_agents.llm_agent import actions_response_format, parse_action
 from green_agent.reference_agents.oracle import UNKNOWN_TEXT
@@ -143,3 +148,33 @@ async def test_customer_and_judge_on_one_endpoint_keep_their_own_request_argumen
     customer, judge = llm.requests
     assert customer["max_tokens"] == 48 and "response_format" not in customer
     assert judge["max_tokens"] == 384 and judge["response_format"]["type"] == "json_schema"
+
+
+async def test_a_capped_judge_asks_for_reasoning_short_enough_to_close_its_json(data: RetailData) -> None:
+    # Without the fit, a 135M judge wrote 400 digits of "reasoning" (one token each) and its reply was cut at
+    # the cap: unreadable, every assertion failed.
+    def judge(body: dict[str, Any]) -> FakeReply:
+        return FakeReply('{"results": [{"index": 0, "reasoning": "r", "metExpectation": true}]}')
+
+    async with serve_fake_llm(judge) as llm, serve_reference_agent("oracle", data=data) as url:
+        config = AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["36"]))  # two assertions
+        await run(
+            data, config, judge=LLMEndpoint(model="j", base_url=llm.base_url, extra_args={"max_tokens": 192})
+        )
+    (request,) = llm.requests
+    entry = request["response_format"]["json_schema"]["schema"]["properties"]["results"]["items"][
+        "properties"
+    ]
+    assert request["max_tokens"] == 192 and entry["reasoning"]["maxLength"] == (192 - 8) // 2 - 20 == 72
+
+
+def test_the_reasoning_fits_any_cap_at_one_token_per_character() -> None:
+    assert reasoning_max_chars(None, 4) == REASONING_MAX_CHARS  # uncapped: the schema's own bound
+    assert reasoning_max_chars(4096, 1) == REASONING_MAX_CHARS
+    assert reasoning_max_chars(16, 4) == 0  # too small for any reasoning: empty ones, the verdicts still fit
+    for cap in range(16, 1200, 7):
+        for count in range(1, 6):
+            chars = reasoning_max_chars(cap, count)
+            assert 0 <= chars <= REASONING_MAX_CHARS
+            if chars:
+                assert REPLY_FRAME_TOKENS + count * (VERDICT_FRAME_TOKENS + chars) <= cap, (cap, count)

@@ -4,7 +4,12 @@ these need the local-llm extra and the model like every test in this directory).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
+import json
+import os
+import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,9 +20,11 @@ from pydantic import ValidationError
 
 from api.cli import main
 from api.cli.local_llm import demo_settings, judged_short_tasks
-from api.settings import Settings
 from green_agent import local_llm
 from green_agent.local_llm import (
+    CUSTOMER_MAX_STEPS,
+    CUSTOMER_MAX_TOKENS,
+    JUDGE_MAX_TOKENS,
     MODEL_PACKAGE,
     MODEL_VERSION,
     MODEL_WHEEL_SHA256,
@@ -88,39 +95,90 @@ def test_server_settings_past_their_bounds_are_refused(capsys: pytest.CaptureFix
     assert "invalid options" in capsys.readouterr().err
 
 
-async def test_serve_starts_an_openai_endpoint_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
-    port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        str(GREEN_AGENT_BIN),
-        "local-llm",
-        "serve",
-        "--port",
-        str(port),
-        "--threads",
-        "1",
-        "--context-tokens",
-        "1024",
+async def _serve_in_the_background(port: int) -> tuple[asyncio.subprocess.Process, int, list[str]]:
+    """`green-agent local-llm serve &` from a non-interactive shell, as the docs run it: such a background job
+    starts with SIGINT ignored. Returns the shell, the server's pid and the lines it printed once ready."""
+    serve = f"{GREEN_AGENT_BIN} local-llm serve --port {port} --threads 1 --context-tokens 1024"
+    shell = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        f'{serve} & echo "pid $!"; wait $!; echo "exit $?"',
         cwd=REPO_ROOT,
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.STDOUT,
     )
+    assert shell.stdout is not None
+    pid = int((await asyncio.wait_for(shell.stdout.readline(), 30)).decode().split()[1])
+    lines: list[str] = []
+    while not lines or not lines[-1].startswith("export GREEN_AGENT_JUDGE_MODEL="):
+        line = (await asyncio.wait_for(shell.stdout.readline(), 120)).decode()
+        assert line, f"serve ended early: {lines}"
+        lines.append(line.rstrip("\n"))
+    return shell, pid, lines
+
+
+async def _stopped_by(shell: asyncio.subprocess.Process, pid: int, signum: signal.Signals) -> str:
+    os.kill(pid, signum)
+    assert shell.stdout is not None
+    rest = (await asyncio.wait_for(shell.stdout.read(), 30)).decode()
+    await asyncio.wait_for(shell.wait(), 10)
+    return rest
+
+
+async def test_serve_prints_paste_ready_exports_and_stops_on_sigint_and_sigterm_in_the_background() -> None:
+    port = free_port()
+    shell, pid, lines = await _serve_in_the_background(port)
     try:
-        assert process.stdout is not None
-        first = (await asyncio.wait_for(process.stdout.readline(), 120)).decode()
         base_url = f"http://127.0.0.1:{port}/v1"
-        assert first.startswith(f"serving smollm2-135m at {base_url}")
-        rest = (await asyncio.wait_for(process.stdout.read(2000), 10)).decode()
-        # What it prints is exactly what the operator's settings take.
-        users_line = next(line for line in rest.splitlines() if "GREEN_AGENT_USER_MODELS=" in line)
-        monkeypatch.setenv("GREEN_AGENT_USER_MODELS", users_line.split("=", 1)[1].strip().strip("'"))
-        engine = Settings(_env_file=None).engine_settings()
-        assert engine.user_models["local"].base_url == base_url
+        assert lines[0].startswith(f"serving smollm2-135m at {base_url}")
+        exports = [line for line in lines if line.startswith("export ")]
+        assert [line.split("=", 1)[0] for line in exports] == [
+            "export GREEN_AGENT_USER_MODELS",
+            "export GREEN_AGENT_DEFAULT_USER_MODEL",
+            "export GREEN_AGENT_JUDGE_MODEL",
+        ]
+        # Pasted into a shell as printed, they are the settings of the service: the customer with its step
+        # limit and reply cap, as the default customer, and the judge with its reply cap.
+        show = (
+            "from api.settings import Settings; "
+            "print(Settings(_env_file=None).engine_settings().model_dump_json())"
+        )
+        pasted = await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            "\n".join([*exports, f"{sys.executable} -c {shlex.quote(show)}"]),
+            cwd=REPO_ROOT,
+            env={k: v for k, v in os.environ.items() if not k.startswith("GREEN_AGENT_")},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(pasted.communicate(), 60)
+        assert pasted.returncode == 0, err.decode()
+        engine = json.loads(out)
+        customer = engine["user_models"]["local"]
+        assert engine["default_user_model"] == "local"
+        assert customer["base_url"] == base_url and customer["model"] == "smollm2-135m"
+        assert customer["max_steps"] == CUSTOMER_MAX_STEPS
+        assert customer["extra_args"] == {"max_tokens": CUSTOMER_MAX_TOKENS}
+        assert engine["judge"]["base_url"] == base_url
+        assert engine["judge"]["extra_args"] == {"max_tokens": JUDGE_MAX_TOKENS}
         async with httpx.AsyncClient(timeout=60) as http:
             models = (await http.get(f"{base_url}/models")).json()
         assert [m["id"] for m in models["data"]] == ["smollm2-135m"]
+        rest = await _stopped_by(shell, pid, signal.SIGINT)
+        assert rest.splitlines()[-2:] == ["local model stopped", "exit 0"], rest
     finally:
-        process.terminate()
-        await process.wait()
+        if shell.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            await shell.wait()
+    async with httpx.AsyncClient(timeout=5) as http:
+        with pytest.raises(httpx.ConnectError):
+            await http.get(f"{base_url}/models")  # it stopped serving
+
+    shell, pid, _ = await _serve_in_the_background(port)
+    rest = await _stopped_by(shell, pid, signal.SIGTERM)
+    assert rest.splitlines()[-2:] == ["local model stopped", "exit 0"], rest
 
 
 def test_the_local_demo_runs_judged_tasks_with_the_fewest_actions() -> None:

@@ -38,7 +38,8 @@ class AgentBeatsConfig(BaseModel):
     task_ids: list[str] | None = Field(default=None, max_length=MAX_TASK_IDS)
     num_tasks: int | None = Field(default=None, ge=1)
     num_trials: int = Field(default=1, ge=1, le=32)
-    max_steps: int = Field(default=200, ge=1, le=10_000)
+    max_steps: int | None = Field(default=None, ge=1, le=10_000)
+    """None: 200, or the customer model's own max_steps (the operator's setting)."""
     max_errors: int | None = Field(default=None, ge=1, le=10_000)
     user_llm: str | None = None
     shard_index: int | None = Field(default=None, ge=0)
@@ -201,7 +202,7 @@ def parse_request(
             agent_url=request.participants["agent"],
             tasks=TaskSelection(task_ids=ids),
             trials=cfg.num_trials,
-            max_steps=cfg.max_steps,
+            **({"max_steps": cfg.max_steps} if cfg.max_steps is not None else {}),
             max_errors=cfg.max_errors or 10,
             concurrency=cfg.max_concurrent or 8,
             dialect=dialect,

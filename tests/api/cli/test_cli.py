@@ -15,11 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import sqlalchemy as sa
+from alembic.script import ScriptDirectory
 from rich.console import Console
 
 from api.cli.exit_codes import ExitCode
 from api.cli.run import report_table
 from api.db.engine import create_engine
+from api.db.migrate import alembic_config, upgrade
 from api.db.repository import AssessmentRecord
 from green_agent.models import AssessmentReport
 from green_agent.reference_agents import serve_app
@@ -45,9 +47,12 @@ async def green_agent(
 
 
 async def test_db_upgrade(database_url: str) -> None:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     code, output = await green_agent("db", "upgrade", "--database-url", database_url)
     assert code == 0, output
-    assert "up to date" in output
+    assert output.strip().endswith(f": created the tables at revision {head}"), output
+    code, output = await green_agent("db", "upgrade", "--database-url", database_url)
+    assert code == 0 and output.strip().endswith(f": already at revision {head}"), output
     engine = create_engine(database_url)
     try:
         async with engine.connect() as connection:
@@ -61,6 +66,17 @@ async def test_db_upgrade(database_url: str) -> None:
         "nl_verdicts",
         "green_agent_schema_version",
     } <= tables
+
+
+async def test_db_upgrade_of_an_older_schema_says_from_what_to_what(database_url: str) -> None:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    engine = create_engine(database_url)
+    try:
+        assert (await upgrade(engine, "0002")).summary() == "created the tables at revision 0002"
+    finally:
+        await engine.dispose()
+    code, output = await green_agent("db", "upgrade", "--database-url", database_url)
+    assert code == 0 and output.strip().endswith(f": upgraded from revision 0002 to {head}"), output
 
 
 async def test_run_writes_report(oracle_url: str, tmp_path: Path) -> None:

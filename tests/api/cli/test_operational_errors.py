@@ -13,8 +13,10 @@ import pytest
 
 from api.cli.exit_codes import ExitCode
 from tests.api.cli.test_cli import green_agent
-from tests.api.servers import serve_green
+from tests.api.servers import poll, serve_green
 from tests.conftest import pg_url
+from tests.engine.test_egress import closed_port
+from tests.engine.test_unreached_agent import answering, tcp_server
 from tests.support.fake_llm import FakeReply, serve_fake_llm
 
 UNREACHABLE_PG = "postgresql+asyncpg://postgres@127.0.0.1:1/test"
@@ -125,3 +127,43 @@ async def test_rest_answers_an_unreachable_judge_with_a_failed_assessment(
         assert body["status"] == "failed" and body["progress"]["trials_done"] == 0
         assert body["error"].startswith("LLM 'j' at http://127.0.0.1:9/v1 is unreachable")
         assert (await client.get(f"/assessments/{body['id']}/trials")).json()["count"] == 0
+
+
+async def test_an_unreachable_agent_is_one_precise_line_for_the_operator(
+    tmp_path: Path, database_url: str
+) -> None:
+    # `run` is the operator's own: told exactly what happened, in one line that says it once.
+    closed = closed_port()
+    async with tcp_server(answering("404 Not Found", b"", "text/plain")) as missing:
+        lines = {}
+        for case, port in (("closed", closed), ("404", missing)):
+            status, output = await green_agent(
+                *("run", "--agent-url", f"http://127.0.0.1:{port}/", "--task-ids", "0", "--quiet"),
+                *("--database-url", f"sqlite+aiosqlite:///{tmp_path / 'run.db'}"),
+                env={"COLUMNS": "400"},
+            )
+            assert status == ExitCode.FAILED, output
+            (lines[case],) = [line for line in _lines(output) if line.startswith("assessment failed:")]
+            assert output.count("could not") == 1 and "Traceback" not in output, output
+        # A requester of the service reads the same words whatever happened (errors do not reveal port
+        # states); the log keeps the detail.
+        async with (
+            serve_green(database_url) as url,
+            httpx.AsyncClient(base_url=url, timeout=30) as client,
+        ):
+            created = await client.post("/assessments", json={"agent_url": f"http://127.0.0.1:{closed}/"})
+            done = await poll(
+                client, f"/assessments/{created.json()['id']}", lambda b: b["status"] == "failed"
+            )
+    assert lines == {
+        "closed": f"assessment failed: the white agent at http://127.0.0.1:{closed} could not be reached: "
+        f"connection refused: nothing listens on 127.0.0.1 port {closed}; is the agent running there?",
+        "404": f"assessment failed: the white agent at http://127.0.0.1:{missing} could not be reached: no "
+        f"agent card at http://127.0.0.1:{missing}/.well-known/agent-card.json (HTTP 404); is the URL the "
+        "agent's base URL?",
+    }
+    assert done["error"] == (
+        f"the white agent at http://127.0.0.1:{closed} could not be reached: no A2A agent card was served "
+        "there. Check that the agent is running and that this URL, and the URL its agent card advertises, "
+        "are reachable from the green agent; then start the assessment again"
+    )

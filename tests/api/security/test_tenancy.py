@@ -237,10 +237,17 @@ async def test_keys_cli_shows_the_secret_once_and_revokes(
         captured = capsys.readouterr()
         return code, captured.out + captured.err
 
-    code, created = await keys("create", "--tenant", "acme", "--allow-private-agents")
+    code = await asyncio.to_thread(
+        cli_main,
+        ["keys", "create", "--tenant", "acme", "--allow-private-agents", "--database-url", database_url],
+    )
+    captured = capsys.readouterr()
+    created = captured.err
     assert code == 0, created
-    secret = created.strip().splitlines()[-1]
-    assert secret.startswith("ga_") and len(secret) >= 40
+    # The key alone on stdout (`ACME_KEY=$(green-agent keys create ...)`, as the README does), the rest on
+    # stderr.
+    secret = captured.out.removesuffix("\n")
+    assert secret.startswith("ga_") and len(secret) >= 40 and "\n" not in secret and secret not in created
     key_id = created.split("created key ")[1].split()[0]
     assert "for tenant acme (allow-private-agents)" in created
 
