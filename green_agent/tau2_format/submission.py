@@ -5,7 +5,8 @@ Honest by construction: a report with excluded trials (not judged, infrastructur
 that did not complete is refused, because its pass^k is not the leaderboard's; fewer than all 114 tasks is
 written but marked `omitted_questions` (unverified); fewer than 4 trials is allowed and said, with pass^k
 above the trial count left null. `modified_prompts` is false only when the user-simulator guidelines in use
-are byte-identical to upstream's (by sha256).
+are byte-identical to upstream's (by sha256). A step or error limit other than tau2's (200, 10: a small
+customer model's own `max_steps`, or the requester's choice) makes it a custom submission, said in the notes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from green_agent.config import AssessmentConfig
 from green_agent.models import AssessmentReport
 from green_agent.tau2_format.export import TAU2_VERSION, ExportSource
 
@@ -23,6 +25,9 @@ UPSTREAM_GUIDELINES_SHA256 = "740a29dfa64d7bc08eea3bf7493575b914a63f744acbaf7f19
 
 RETAIL_TASKS = 114
 LEADERBOARD_TRIALS = 4
+TAU2_MAX_STEPS = 200
+TAU2_MAX_ERRORS = 10
+"""tau2's own limits per conversation; the defaults of `AssessmentConfig` (checked where they are used)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,9 @@ def build_submission(source: ExportSource, submitter: Submitter, *, today: date)
             "the user-simulator guidelines in use are not byte-identical to tau2's: marked modified_prompts "
             "(custom submission)"
         )
+    limits_changed = _limits_notice(source.config)
+    if limits_changed:
+        notices.append(limits_changed)
     user_model = run.user_model if run and run.user_model else "scripted"
     if user_model == "scripted":
         notices.append("the customer was the scripted user, not an LLM: these numbers are not comparable")
@@ -123,7 +131,7 @@ def build_submission(source: ExportSource, submitter: Submitter, *, today: date)
         "model_organization": submitter.model_organization,
         "submitting_organization": submitter.submitting_organization,
         "submission_date": today.isoformat(),
-        "submission_type": "custom" if modified else "standard",
+        "submission_type": "custom" if modified or limits_changed else "standard",
         "modality": "text",
         "contact_info": {
             "email": submitter.email,
@@ -149,6 +157,22 @@ def build_submission(source: ExportSource, submitter: Submitter, *, today: date)
         },
     }
     return Submission(document=document, trajectory_file=trajectory_file, notices=notices)
+
+
+def _limits_notice(config: AssessmentConfig) -> str | None:
+    """What differs from tau2's conversation limits, or None: fewer steps end conversations tau2 would have
+    let finish, so pass^k is not the leaderboard's."""
+    changed = [
+        f"{name} {value} (tau2: {tau2})"
+        for name, value, tau2 in (
+            ("max_steps", config.max_steps, TAU2_MAX_STEPS),
+            ("max_errors", config.max_errors, TAU2_MAX_ERRORS),
+        )
+        if value != tau2
+    ]
+    if not changed:
+        return None
+    return f"conversations ran with {' and '.join(changed)}: marked as a custom submission"
 
 
 def _what_to_do(report: AssessmentReport, partial: dict[str, int]) -> str:

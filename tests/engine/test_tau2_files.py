@@ -17,6 +17,8 @@ from green_agent.models import AssessmentReport, RunInfo
 from green_agent.tau2_format import ExportSource
 from green_agent.tau2_format.rescore import InvalidResultsFile, rescore_document
 from green_agent.tau2_format.submission import (
+    TAU2_MAX_ERRORS,
+    TAU2_MAX_STEPS,
     UPSTREAM_GUIDELINES_SHA256,
     SubmissionRefused,
     Submitter,
@@ -219,12 +221,12 @@ async def test_a_document_that_is_not_a_results_file_is_refused(data: RetailData
         await rescore_document({"simulations": [without_task, broken]}, data)
 
 
-def _source(report: AssessmentReport) -> ExportSource:
+def _source(report: AssessmentReport, **config: Any) -> ExportSource:
     return ExportSource(
         assessment_id="a1",
         created_at=datetime(2026, 1, 2, tzinfo=UTC),
         agent_url="http://agent",
-        config=AssessmentConfig(agent_url="http://agent", trials=4),
+        config=AssessmentConfig(agent_url="http://agent", trials=4, **config),
         report=report,
         trials=[],
     )
@@ -248,11 +250,33 @@ def _report(**changes: Any) -> AssessmentReport:
     return base.model_copy(update=changes)
 
 
-def _build(report: AssessmentReport) -> Any:
+def _build(report: AssessmentReport, **config: Any) -> Any:
     submitter = Submitter(
         model_name="m", model_organization="o", submitting_organization="o", email="e@x.org"
     )
-    return build_submission(_source(report), submitter, today=date(2026, 1, 3))
+    return build_submission(_source(report, **config), submitter, today=date(2026, 1, 3))
+
+
+def test_tau2s_conversation_limits_are_the_configs_defaults() -> None:
+    fields = AssessmentConfig.model_fields
+    assert (fields["max_steps"].default, fields["max_errors"].default) == (TAU2_MAX_STEPS, TAU2_MAX_ERRORS)
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ({"max_steps": 20}, "max_steps 20 (tau2: 200)"),  # a small customer model's own step limit
+        ({"max_steps": 201}, "max_steps 201 (tau2: 200)"),
+        ({"max_errors": 11}, "max_errors 11 (tau2: 10)"),
+    ],
+)
+def test_a_run_with_other_conversation_limits_is_a_custom_submission(
+    config: dict[str, int], said: str
+) -> None:
+    submission = _build(_report(), **config)
+    assert submission.document["submission_type"] == "custom"
+    assert any(said in notice and "custom" in notice for notice in submission.notices)
+    assert said in submission.document["methodology"]["notes"]
 
 
 def test_submission_is_standard_only_with_tau2s_guidelines_all_tasks_and_a_complete_report() -> None:
