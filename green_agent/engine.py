@@ -37,7 +37,8 @@ from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, Eng
 from green_agent.errors import AgentEgressError, AgentError, AgentNotReachedError, LLMUnavailableError
 from green_agent.judge import Judge
 from green_agent.keyed_limits import KeyedLimits
-from green_agent.llm import ChatLLM, RetryPolicy
+from green_agent.llm import ChatLLM, RetryPolicy, endpoint_limits
+from green_agent.llm_gate import PARTY, EndpointGate, EndpointStatus, GatePolicy, GateRegistry
 from green_agent.metrics import compute_report
 from green_agent.models import AssessmentReport, RunInfo, TrialFinished, TrialResult, TrialStarted
 from green_agent.orchestrator import FirstContactFailed, TrialDeps, TrialSpec, run_trial
@@ -75,6 +76,15 @@ class Engine:
             assessment_share=settings.assessment_slot_share,
         )
         self._per_agent = KeyedLimits(settings.max_concurrent_per_agent)
+        # One gate per LLM endpoint (base URL, model, key), shared by every assessment of this engine, i.e.
+        # of this process: the provider's limits and outages are the endpoint's, not an assessment's.
+        self.gates = GateRegistry(
+            GatePolicy(
+                outage_tolerance_s=settings.llm_outage_tolerance_s,
+                breaker_failures=settings.llm_breaker_failures,
+                probe_backoff_s=settings.llm_retry_backoff_s,
+            )
+        )
         self._guidelines = ""
         self._judge: Judge | None = None
 
@@ -124,8 +134,27 @@ class Engine:
             retry = RetryPolicy(
                 max_retries=self.settings.llm_max_retries, backoff_s=self.settings.llm_retry_backoff_s
             )
-            self._llms[key] = ChatLLM(endpoint, timeout_s=self.settings.llm_timeout_s, retry=retry)
+            gate = self._gate(endpoint)
+            self._llms[key] = ChatLLM(endpoint, timeout_s=self.settings.llm_timeout_s, retry=retry, gate=gate)
         return self._llms[key]
+
+    def _gate(self, endpoint: LLMEndpoint) -> EndpointGate:
+        return self.gates.gate(endpoint.model, endpoint.base_url, endpoint.api_key, endpoint_limits(endpoint))
+
+    def provider_status(self) -> list[EndpointStatus]:
+        """How each LLM endpoint this engine has used is doing: ok, rate limited or down (since when),
+        requests waiting and in flight, the adaptive limits (for progress displays and /metrics)."""
+        return self.gates.statuses()
+
+    def _gates_for(self, config: AssessmentConfig) -> tuple[EndpointGate, ...]:
+        """The gates of the endpoints an assessment of `config` needs (its customer's, the judge's)."""
+        endpoints = []
+        name = self._user_model_name(config)
+        if name != SCRIPTED_USER:
+            endpoints.append(self.settings.user_models[name])
+        if self.settings.judge is not None:
+            endpoints.append(self.settings.judge)
+        return tuple({id(g): g for g in (self._gate(e) for e in endpoints)}.values())
 
     # -- configuration -------------------------------------------------------------------------------------
 
@@ -249,6 +278,8 @@ class Engine:
             bounds=(lambda: assessment_bound, lambda: self._per_agent.hold(agent.key)),
             slot=lambda: self.slots.slot(tenant, owner),
             pool=pool,
+            gates=self._gates_for(config),
+            party=f"{tenant}/{owner}",
         )
 
     async def run(
@@ -326,13 +357,19 @@ class Engine:
     def user_guidelines_sha256(self) -> str:
         return _sha256(self._guidelines)
 
-    async def run_with_retries(self, spec: TrialSpec, deps: TrialDeps) -> TrialResult:
+    async def run_with_retries(
+        self, spec: TrialSpec, deps: TrialDeps, gates: Sequence[EndpointGate] = ()
+    ) -> TrialResult:
         """Run a trial; run it again (bounded, with backoff) while it ends in infrastructure_error, which only
-        our own dependencies cause. What remains after the last retry is excluded from the metrics."""
+        our own dependencies cause. What remains after the last retry is excluded from the metrics. A trial
+        that ended because an endpoint of `gates` stayed down past the outage tolerance is not run again
+        now (it would end the same way at once); `retry` runs it once the endpoint is back."""
         delay = self.settings.trial_retry_backoff_s
         for _ in range(self.settings.trial_retries):
             result = await run_trial(spec, deps)
             if result.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR:
+                return result
+            if any(gate.gave_up for gate in gates):
                 return result
             log.warning(
                 "trial %s/%s: %s; running it again in %.1f s", spec.task.id, spec.trial, result.error, delay
@@ -405,8 +442,12 @@ class AssessmentRun:
         bounds: tuple[Callable[[], contextlib.AbstractAsyncContextManager[Any]], ...],
         slot: Callable[[], contextlib.AbstractAsyncContextManager[Any]],
         pool: WhiteAgentPool,
+        gates: Sequence[EndpointGate] = (),
+        party: str = "",
     ) -> None:
         self.config = config
+        self._gates = tuple(gates)
+        self._party = party
         self._pool = pool
         self._engine = engine
         self._deps = deps
@@ -424,12 +465,20 @@ class AssessmentRun:
             max_steps=self.config.max_steps,
             max_errors=self.config.max_errors,
         )
-        async with contextlib.AsyncExitStack() as held:
-            for bound in self._bounds:
-                await held.enter_async_context(bound())
-            await held.enter_async_context(self._slot())
-            await self._deps.emit(TrialStarted(task_id=task_id, trial=trial))
-            return await self._engine.run_with_retries(spec, self._deps)
+        # No trial starts on an endpoint that is down (it would only wait at its first request, holding a
+        # slot another assessment could use): it waits here, before taking any bound.
+        for gate in self._gates:
+            await gate.wait_until_up()
+        party = PARTY.set(self._party)  # the LLM gates take turns between assessments
+        try:
+            async with contextlib.AsyncExitStack() as held:
+                for bound in self._bounds:
+                    await held.enter_async_context(bound())
+                await held.enter_async_context(self._slot())
+                await self._deps.emit(TrialStarted(task_id=task_id, trial=trial))
+                return await self._engine.run_with_retries(spec, self._deps, self._gates)
+        finally:
+            PARTY.reset(party)
 
     def mark_reached(self) -> None:
         """The agent answered before (e.g. in another process): a later failure to reach it is a trial's
