@@ -446,9 +446,12 @@ class EndpointGate:
             self._timer = None
         now = self._clock()
         wake_at = math.inf
-        if self._expired(now):
+        expired = self._expired(now)
+        if expired:
             self._fail_waiters(now)
         while self._has_waiters():
+            if expired and self.in_flight:
+                break  # past the tolerance, one request at a time finds out whether it is back
             if now < self._paused_until:
                 wake_at = self._paused_until
                 break
@@ -522,22 +525,16 @@ class EndpointGate:
         )
 
     def _fail_waiters(self, now: float) -> None:
-        """Past the tolerance: every waiting request fails but one, when a probe of the endpoint is due now
-        (nothing in flight, and the probe backoff or the provider's pause over) and it is its call's first
-        attempt: it goes on, so that the endpoint is found again when it is back."""
-        probe_due = not self.in_flight and (
-            now >= self._next_probe if self._down else now >= self._paused_until
-        )
+        """Past the tolerance, waiting requests fail, except first attempts of their calls while a probe is
+        out or due (nothing in flight, and the probe backoff or the provider's pause over): those wait for
+        its verdict, so that the endpoint is found again when it is back, and a new assessment then runs."""
+        probing = self._probe_out or (not self._down and self.in_flight > 0)
+        due = not self.in_flight and now >= (self._next_probe if self._down else self._paused_until)
         error = self._outage_error()
-        for queue in self._waiting.values():
-            for waiter in queue:
-                if waiter.future.done():
-                    continue
-                if probe_due and waiter.first:
-                    probe_due = False  # this one stays, and is granted as the probe
-                    continue
-                waiter.future.set_exception(error)
         for party, queue in list(self._waiting.items()):
+            for waiter in queue:
+                if not waiter.future.done() and not ((probing or due) and waiter.first):
+                    waiter.future.set_exception(error)
             live = deque(w for w in queue if not w.future.done())
             if live:
                 self._waiting[party] = live
@@ -596,7 +593,8 @@ class EndpointGate:
         self._paused_until = max(self._paused_until, now + max(0.0, wait_s))
         if turn.started >= self._last_decrease:  # once per congestion: not again for requests sent before it
             self._last_decrease = now
-            self.window = max(1.0, min(self.window, float(turn.in_flight_at_start)) * WINDOW_DECREASE)
+            # From what the provider is holding now (this request included), not from the allowance.
+            self.window = max(1.0, min(self.window, float(self.in_flight)) * WINDOW_DECREASE)
             answered = self._answered_rate(now)
             if answered is not None:
                 self.rate = max(MIN_RATE, min(self.rate, answered) * RATE_DECREASE)

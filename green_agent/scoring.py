@@ -76,8 +76,10 @@ async def score(
     judgement = _Judgement(status="not_judged" if task.judged else "not_required")
     # The judge is asked only when its verdicts can still change the reward: after a clean exit, with every
     # other component of the reward basis passed. A trial already at 0 is scored 0 without it (never excluded
-    # for a judge failure, and the call is saved).
-    if task.judged and judge is not None and score_trial(task, reason, db_matched, None).reward is None:
+    # for a judge failure, and the call is saved); so is one our customer never finished (excluded anyway:
+    # its error stays the customer's, and `retry` runs it again).
+    needs_judge = not unfinished and score_trial(task, reason, db_matched, None).reward is None
+    if task.judged and judge is not None and needs_judge:
         try:
             outcome = await judge.judge(task.nl_assertions, state.transcript)
             judgement = _Judgement("judged", outcome.verdicts, outcome.judge_input, outcome.usage)
