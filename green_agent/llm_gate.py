@@ -8,10 +8,10 @@ which grants turns while all of these allow it:
 * **in flight**: fewer requests out than the allowed count. That count is adaptive (AIMD): it halves on a 429
   and grows back by one per window of answered requests, up to the operator's `max_in_flight`. Several worker
   processes sharing one key therefore settle on its limit without talking to each other.
-* **rate**: requests start at least 1 / rate seconds apart. The rate starts at the operator's
-  `requests_per_minute` (unset: unlimited) and is adaptive too: on a 429 it drops to 70% of what was just
-  being answered, and grows back by a fiftieth of that per answered request (without a configured rate it
-  can grow until the provider says no again).
+* **rate**: requests start at least 1 / rate seconds apart. The rate starts a little under the operator's
+  `requests_per_minute` (unset: unlimited) and is adaptive too: on a 429 it drops to 70% of the rate it came
+  at (what was just being answered), climbs back fast to 95% of that, then slowly probes above it, never
+  past the operator's rate. Without a configured rate the first 429 sets one.
 * **tokens**: with `tokens_per_minute`, each request spends its estimated tokens (prompt bytes / 4 plus the
   reply's `max_tokens`, corrected by the usage the answer reports) from a bucket refilled at that rate.
 * **pause**: a 429 (or a 5xx naming a Retry-After) holds every request on the endpoint for as long as the
@@ -61,9 +61,14 @@ MAX_PROVIDER_WAIT_S = 86_400.0
 ends the waiting long before)."""
 WINDOW_DECREASE = 0.5
 RATE_DECREASE = 0.7
-RATE_INCREASE = 0.02
-"""Additive increase of the rate per answered request, as a share of the rate at the last decrease (or of
-the configured rate): back to the configured rate within ~15 answers after a 429."""
+RATE_MARGIN = 0.98
+"""A configured rate is aimed at 2% under: our start times and the provider's count differ by milliseconds
+(event-loop lag, connection set-up), and one request too many in a window costs a whole Retry-After."""
+RATE_RECOVER = 0.05
+RATE_PROBE = 0.002
+"""After a 429 the rate falls to 70% of the rate it happened at (the ceiling), climbs back by 5% of the
+ceiling per answered request to 95% of it, then by 0.2% per answer: it comes back fast, and finds out only
+slowly whether the provider allows more (each 429 costs a pause of the provider's Retry-After)."""
 RATE_SAMPLE_S = 10.0
 """The rate that was being answered, just before a 429, is measured over this many seconds at most."""
 MIN_RATE = 1.0 / 60
@@ -285,6 +290,7 @@ class EndpointGate:
         self.in_flight = 0
         self.window = math.inf
         self.rate = math.inf  # requests per second
+        self._ceiling = math.inf  # the rate the last 429 came at
         self._last_start = -math.inf
         self._tokens = 0.0
         self._tokens_at = clock()
@@ -312,7 +318,7 @@ class EndpointGate:
         if merged.max_in_flight is not None:
             self.window = min(self.window, float(merged.max_in_flight))
         if merged.requests_per_minute is not None:
-            self.rate = min(self.rate, merged.requests_per_minute / 60)
+            self.rate = min(self.rate, self._rate_cap())
 
     # -- what callers use ---------------------------------------------------------------------------------
 
@@ -572,12 +578,11 @@ class EndpointGate:
         cap = float(self.limits.max_in_flight) if self.limits.max_in_flight is not None else math.inf
         if not math.isinf(self.window) and self.window < cap and turn.in_flight_at_start >= int(self.window):
             self.window = min(cap, self.window + 1 / self.window)
-        if not math.isinf(self.rate):
-            configured = self.limits.requests_per_minute
-            # Back up by a fiftieth of the configured rate per answer; without one, by 2% of the current
-            # rate (the scale is unknown: it grows until the provider says no again).
-            step = RATE_INCREASE * (configured / 60 if configured else self.rate)
-            self.rate = min(configured / 60 if configured else math.inf, self.rate + step)
+        if not math.isinf(self.rate) and not math.isinf(self._ceiling):
+            near = self.rate >= 0.95 * self._ceiling
+            self.rate = min(
+                self._rate_cap(), self.rate + (RATE_PROBE if near else RATE_RECOVER) * self._ceiling
+            )
         self._set_state("ok")
         self._release(turn)
 
@@ -596,11 +601,17 @@ class EndpointGate:
             # From what the provider is holding now (this request included), not from the allowance.
             self.window = max(1.0, min(self.window, float(self.in_flight)) * WINDOW_DECREASE)
             answered = self._answered_rate(now)
-            if answered is not None:
-                self.rate = max(MIN_RATE, min(self.rate, answered) * RATE_DECREASE)
+            if answered is not None or not math.isinf(self.rate):
+                self._ceiling = min(self.rate, answered if answered is not None else math.inf)
+                self.rate = max(MIN_RATE, self._ceiling * RATE_DECREASE)
         self._problem = "HTTP 429 (rate limited)"
         self._set_state("rate_limited")
         self._release(turn)
+
+    def _rate_cap(self) -> float:
+        """The operator's rate (a little under it: RATE_MARGIN), in requests per second; inf when unset."""
+        configured = self.limits.requests_per_minute
+        return configured / 60 * RATE_MARGIN if configured is not None else math.inf
 
     def _answered_rate(self, now: float) -> float | None:
         """Requests per second answered just before now (over RATE_SAMPLE_S at most); None when too few were

@@ -181,7 +181,7 @@ async def test_a_refused_key_is_no_outage(data: RetailData) -> None:
 async def test_a_small_assessment_is_not_starved_by_a_large_one_sharing_the_key(data: RetailData) -> None:
     """One request at a time on the key; a 16-trial assessment starts first, a 2-trial one right after:
     the turns alternate between them, so the small one ends long before the large one."""
-    rules = ProviderRules(latency_s=0.05)
+    rules = ProviderRules(latency_s=0.1)
     async with (
         serve_fake_llm(customer_or_judge(data), rules=rules) as fake,
         serve_reference_agent("oracle", data=data) as url,
@@ -200,7 +200,8 @@ async def test_a_small_assessment_is_not_starved_by_a_large_one_sharing_the_key(
                 ended[name] = time.monotonic() - began
 
             await asyncio.gather(timed("large", large, 0.0), timed("small", small, 0.2))
-    assert ended["small"] < 0.4 * ended["large"], ended
+    # First come, first served, the small one's requests would each wait behind the large one's (~3 s).
+    assert ended["small"] < 0.5 * ended["large"], ended
 
 
 async def test_two_processes_sharing_one_key_settle_on_its_limit() -> None:

@@ -252,6 +252,11 @@ class FakeLLM:
             {"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "tests"}]}
         )
 
+    async def stats(self, request: Request) -> Response:
+        """What the fake answered so far (for a benchmark that runs it in another process)."""
+        answered = {str(status): count for status, count in sorted(self.answered.items())}
+        return JSONResponse({"answered": answered, "peak_in_flight": self.peak_in_flight})
+
     async def handle(self, request: Request) -> Response:
         response = await self._handle(request)
         self.answered[response.status_code] += 1
@@ -335,6 +340,7 @@ async def serve_fake_llm(
             routes=[
                 Route("/v1/chat/completions", fake.handle, methods=["POST"]),
                 Route("/v1/models", fake.models, methods=["GET"]),
+                Route("/fake/stats", fake.stats, methods=["GET"]),
             ]
         )
 
