@@ -480,6 +480,11 @@ class AssessmentRun:
         finally:
             PARTY.reset(party)
 
+    def waiting_for(self) -> list[EndpointStatus]:
+        """The LLM endpoints this assessment needs that are rate limiting or down right now (their
+        `describe()` is what a progress display shows); empty when all answer."""
+        return [status for gate in self._gates if (status := gate.status()).state != "ok"]
+
     def mark_reached(self) -> None:
         """The agent answered before (e.g. in another process): a later failure to reach it is a trial's
         `agent_error`, not an agent that was never there."""

@@ -130,9 +130,21 @@ async def test_an_outage_is_waited_out_and_never_charged_to_the_agent(data: Reta
             agent_url=url, tasks=TaskSelection(task_ids=TASKS[:8]), concurrency=8, turn_timeout_s=1.0
         )
         settings = {**_settings(fake.base_url), "llm_retry_backoff_s": 0.1, "trial_retries": 0}
-        with gate_events() as events:
-            report, collector = await run(data, config, **settings)
+        seen: set[str] = set()
+        async with engine_for(data, **settings) as engine:
+
+            async def watch() -> None:  # what a progress display polls
+                while True:
+                    seen.update(status.describe() for status in engine.provider_status())
+                    await asyncio.sleep(0.05)
+
+            watching = asyncio.create_task(watch())
+            collector = Collector()
+            with gate_events() as events:
+                report = await engine.run(config, on_event=collector)
+            watching.cancel()
     assert report.excluded["infrastructure_error"] == 0 and report.complete, report.termination_counts
+    assert any(text.startswith("waiting for fake at 127.0.0.1:") and " down since " in text for text in seen)
     assert report.avg_reward == 1.0 and report.trials_scored == 8
     states = [e.state for e in events if e.kind == "state"]
     assert states[:1] == ["down"] and states[-1] == "ok"
@@ -160,6 +172,8 @@ async def test_past_the_outage_tolerance_the_waiting_trials_are_excluded_at_once
             assert all("LLMOutage" in (r.error or "") for r in events.results), events.results[0].error
             assert all("GREEN_AGENT_LLM_OUTAGE_TOLERANCE_S" in (r.error or "") for r in events.results)
             assert took < 3.0  # not retried: trial_retries (2, 5 s apart) would have taken 15 s
+            waiting = (await engine.open_assessment(config)).waiting_for()
+            assert [s.state for s in waiting] == ["down"] and "down since" in waiting[0].describe()
             await asyncio.sleep(max(0.0, 4.5 - (time.monotonic() - fake.started_at)))
             again = await engine.run(config)
     assert again.complete and again.avg_reward == 1.0
