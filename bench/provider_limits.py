@@ -11,7 +11,8 @@ Runs:
 
 * `told`: the operator configured the key's limits (`requests_per_minute=300`, `max_in_flight=6`);
 * `untold`: no limits configured, the gate learns them from the 429s (AIMD);
-* `outage`: `told`, and the provider answers 503 for `--outage-s` (120) seconds from 5 s into the run.
+* `outage`: `told`, and the provider answers 503 for `--outage-s` (120) seconds from 5 s into the run;
+* `gate`: no assessment: the CPU one request costs at the gate (`green_agent/llm_gate.py`), 50 at once.
 
 Each prints the wall time against the rate-limit bound (successful requests / 5 per second; for the outage
 run plus the outage), the share of 429 answers and the excluded trials. Goals (issue 27): 0 excluded in
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -38,11 +40,12 @@ from bench.harness import engine_settings, fresh_database, green_agent_service
 from bench.tables import print_table
 from bench.white_agent import white_agent_process
 from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection
+from green_agent.llm_gate import EndpointGate, EndpointLimits
 from retail_domain import load_retail_data
 
 RATE_PER_S = 5
 IN_FLIGHT = 6
-RUNS = ("told", "untold", "outage")
+RUNS = ("told", "untold", "outage", "gate")
 
 
 @dataclass
@@ -159,14 +162,45 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
     print("goals: 0 excluded, wall/bound <= 1.2, 429s <= 10% of requests")
 
 
+async def gate_cost(requests: int = 50_000) -> None:
+    """CPU per request taken at a gate, without and with limits (granted at once: the cost of the
+    bookkeeping, not of waiting), minus the same coroutines without the gate."""
+
+    async def through(gate: EndpointGate) -> None:
+        async with gate.request(100) as turn:
+            turn.answered(100)
+
+    async def bare() -> None:
+        return None
+
+    rows = []
+    for name, limits in (
+        ("no limits", EndpointLimits()),
+        ("max_in_flight + tokens_per_minute", EndpointLimits(max_in_flight=64, tokens_per_minute=10**9)),
+    ):
+        gate = EndpointGate("bench", limits)
+        spent = []
+        for make in (functools.partial(through, gate), bare):
+            began = time.process_time()
+            for _ in range(requests // 50):
+                await asyncio.gather(*(make() for _ in range(50)))
+            spent.append(time.process_time() - began)
+        rows.append([name, f"{(spent[0] - spent[1]) / requests * 1e6:.1f}"])
+    print_table("CPU per LLM request at the gate (bench.provider_limits --runs gate)", ["limits", "us"], rows)
+
+
 async def main(options: argparse.Namespace) -> int:
     outcomes = []
     for run in options.runs:
+        if run == "gate":
+            await gate_cost()
+            continue
         outcome = await one_run(run, options)
         outcomes.append(outcome)
         if len(options.runs) > 1:
             print_outcomes([outcome])
-    print_outcomes(outcomes)
+    if outcomes:
+        print_outcomes(outcomes)
     return 0
 
 
