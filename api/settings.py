@@ -3,7 +3,9 @@
 Everything that costs money or reaches another machine on the operator's behalf (LLM endpoints, keys,
 model arguments, concurrency bounds) lives here and only here: API requests can pick among the configured
 user models by name, never bring their own. `Settings.engine_settings()` turns these into the engine's
-`EngineSettings`.
+`EngineSettings`; the rooms of api/ take their defaults from here (`default_of`) and build their own
+settings objects from a `Settings` (`QueueSettings.from_settings`, `QuotaPolicy.from_settings`). This module
+imports nothing of api/ but `api.db`, so every room may import it.
 
 Names: `DATABASE_URL`, `TAU2_RETAIL_DATA_DIR`, `OPENAI_BASE_URL` and `OPENAI_API_KEY` are read as is (the
 names other tools use); every setting can also be given as `GREEN_AGENT_<FIELD NAME>`
@@ -12,9 +14,8 @@ names other tools use); every setting can also be given as `GREEN_AGENT_<FIELD N
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -22,16 +23,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from api.db.engine import DB_MAX_OVERFLOW, DB_POOL_SIZE, PING_AFTER_IDLE_S, SQLITE_CACHE_KIB
-from api.logs import LogFormat
-from api.memory import MALLOC_ARENAS
-from api.queue import QueueSettings
-from api.quotas import QuotaPolicy, TenantQuota
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint, ProviderLimits
 from green_agent.limits import AgentLimits
 from green_agent.usage import ModelPrice
 from green_agent.white_agent.egress import EgressPolicy, parse_destinations
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./green_agent.db"
+
+LogFormat = Literal["text", "json"]
 
 
 def _engine_default(name: str) -> Any:
@@ -128,6 +127,11 @@ class Settings(BaseSettings):
     )
     judge_model: ModelSpec | None = Field(
         default=None, description='NL-assertion judge as JSON ({"model": "gpt-4.1"}); unset = not judged.'
+    )
+    judge_skip_when_failed: bool = Field(
+        default=_engine_default("judge_skip_when_failed"),
+        description="Ask the judge only where its verdicts can change the reward (saves the calls on trials "
+        "already at 0); a task the judge then fails on is left out whole (docs/scoring.md).",
     )
     judge_json_schema: bool = Field(
         default=_engine_default("judge_json_schema"),
@@ -270,7 +274,7 @@ class Settings(BaseSettings):
         description="Page cache of each SQLite connection, in KiB (SQLite's own default is 2000).",
     )
     malloc_arenas: int = Field(
-        default=MALLOC_ARENAS,
+        default=2,
         ge=0,
         le=1024,
         description="glibc malloc arenas per process (MALLOC_ARENA_MAX); 0 = the C library's default.",
@@ -396,6 +400,60 @@ class Settings(BaseSettings):
         le=100_000,
         description="Agent hosts with a turn-latency series in /metrics; the least recently seen goes first.",
     )
+    open_assessments: int = Field(
+        default=256,
+        ge=1,
+        le=100_000,
+        description="Assessments kept open (agent card, user simulator, bounds) per process; past it the "
+        "least recently used is closed, and opened again when one of its trials runs here.",
+    )
+
+    # -- progress relay between processes (PostgreSQL NOTIFY; api/runtime/events.py) ------------------------
+    relay_queue_events: int = Field(
+        default=10_000,
+        ge=1,
+        le=1_000_000,
+        description="Events waiting to go to the other processes; past it new ones are dropped (counted, "
+        "logged): the stored trials and statuses stay right, a stream elsewhere misses them.",
+    )
+    relay_batch: int = Field(
+        default=200, ge=1, le=10_000, description="Most events one NOTIFY round trip carries."
+    )
+    relay_max_payload_bytes: int = Field(
+        default=7_480,
+        ge=1_024,
+        le=7_480,
+        description="Relayed events stay below this many bytes: a turn that would reach it is relayed with "
+        "its text cut (the whole transcript is under /trials once stored). PostgreSQL refuses NOTIFY "
+        "payloads of 8000 bytes or more.",
+    )
+    relay_keepalive_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="The relay's listener checks its connection with a query after this long without a "
+        "notification.",
+    )
+    relay_stop_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description="At shutdown the relay waits at most this long for its listener and sender to stop.",
+    )
+    relay_interest_refresh_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Each process re-announces the assessments it has subscribers for this often; an "
+        "announcement not renewed within three times this is forgotten (a process that died silently).",
+    )
+    relay_remote_interests: int = Field(
+        default=10_000,
+        ge=1,
+        le=1_000_000,
+        description="Assessments followed from other processes that a relay remembers; past it, "
+        "announcements for new ones are ignored (their turns stay in the process that runs them).",
+    )
 
     # -- web UI (/ui) --
     ui_page_size: int = Field(
@@ -492,18 +550,6 @@ class Settings(BaseSettings):
             **spec.model_dump(include=set(ProviderLimits.model_fields)),
         )
 
-    def queue_settings(self) -> QueueSettings:
-        return QueueSettings(
-            worker_concurrency=self.worker_concurrency or self.max_concurrent_trials,
-            heartbeat_interval_s=self.worker_heartbeat_s,
-            stalled_after_s=self.worker_stalled_after_s,
-            poll_interval_s=self.worker_poll_interval_s,
-            shutdown_grace_s=self.worker_shutdown_grace_s,
-            connect_timeout_s=self.db_connect_timeout_s,
-            pool_size=self.queue_pool_size,
-            ping_after_idle_s=self.db_ping_after_idle_s,
-        )
-
     def egress_policy(self, *, allow_private: bool | None = None) -> EgressPolicy:
         """The operator's egress rules; `allow_private` None = the operator's `allow_private_agents`."""
         return EgressPolicy.from_lists(
@@ -513,31 +559,13 @@ class Settings(BaseSettings):
             allow_listed_only=self.egress_allow_listed_only,
         )
 
-    def quota_policy(self) -> QuotaPolicy:
-        default = TenantQuota(
-            active_assessments=self.quota_active_assessments,
-            queued_trials=self.quota_queued_trials,
-            trials_per_assessment=self.quota_trials_per_assessment,
-            max_steps=self.quota_max_steps,
-            turn_timeout_s=self.quota_turn_timeout_s,
-        )
-        overrides = {
-            tenant: replace(default, **override.model_dump(exclude_none=True))
-            for tenant, override in self.tenant_quotas.items()
-        }
-        return QuotaPolicy(
-            default=default,
-            overrides=overrides,
-            total_queued_trials=self.quota_queued_trials_total,
-            retry_after_s=self.quota_retry_after_s,
-        )
-
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(
             user_models={name: self._endpoint(spec) for name, spec in self.user_models.items()},
             default_user_model=self.default_user_model,
             judge=self._endpoint(self.judge_model) if self.judge_model else None,
             judge_json_schema=self.judge_json_schema,
+            judge_skip_when_failed=self.judge_skip_when_failed,
             max_concurrent_trials=self.max_concurrent_trials,
             max_concurrent_per_agent=self.max_concurrent_per_agent,
             turn_timeout_s=self.turn_timeout_s,
@@ -568,3 +596,9 @@ class Settings(BaseSettings):
             agent_usage_max_tokens_per_reply=self.agent_usage_max_tokens_per_reply,
             agent_usage_max_cost_per_reply=self.agent_usage_max_cost_per_reply,
         )
+
+
+def default_of(name: str) -> Any:
+    """The default of one operator setting, for the rooms that need it without reading the environment (a
+    bound's default is written here once; the rooms reference it)."""
+    return Settings.model_fields[name].default

@@ -1,10 +1,11 @@
 """The green agent as the benchmarks drive it: in this process, through the service and its SQL persistence.
 
-`green_agent_service` opens what `api.runtime.open_runtime` opens for the CLI (migrated database, engine,
-`AssessmentService`) except the A2A task store, which only the A2A door uses. It takes `EngineSettings`
-directly because the benchmarks need settings the operator's `Settings` does not expose (the scripted user's
-delay, concurrency bounds above the defaults). An assessment then runs exactly as `green-agent run` runs one:
-`service.create(...)`, every finished trial committed to SQL inside the engine's awaited callback.
+`green_agent_service` opens what `api.runtime.runtime.open_runtime` opens for the CLI (migrated database,
+engine, `AssessmentService`) except the A2A task store, which only the A2A door uses. It takes
+`EngineSettings` directly because the benchmarks need settings the operator's `Settings` does not expose (the
+scripted user's delay, concurrency bounds above the defaults). An assessment then runs exactly as `green-agent
+run` runs one: `service.create(...)`, every finished trial committed to SQL inside the engine's awaited
+callback.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
 from api.db.tables import TranscriptMessageRow, TrialRow
-from api.memory import MALLOC_ARENAS, limit_malloc_arenas
-from api.queue import QueueSettings
-from api.runtime import freeze_startup_objects, open_service
-from api.service import AssessmentService
+from api.runtime.memory import limit_malloc_arenas
+from api.runtime.queue import QueueSettings
+from api.runtime.runtime import freeze_startup_objects, open_service
+from api.runtime.service import AssessmentService
+from api.settings import default_of
 from bench.procstats import (
     machine_busy_seconds,
     peak_rss_bytes,
@@ -87,7 +89,7 @@ class GreenAgent:
 async def green_agent_service(
     database_url: str, settings: EngineSettings, data: RetailData
 ) -> AsyncIterator[GreenAgent]:
-    limit_malloc_arenas(MALLOC_ARENAS)  # as open_runtime does, with the default setting
+    limit_malloc_arenas(default_of("malloc_arenas"))  # as open_runtime does, with the default setting
     database = create_engine(database_url)
     freeze_startup_objects()  # as the service does once the data is loaded
     try:

@@ -23,8 +23,8 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from api.app import create_app
 from api.settings import Settings
+from api.web.app import create_app
 
 
 @contextlib.asynccontextmanager

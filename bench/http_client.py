@@ -1,4 +1,6 @@
-"""HTTP client cost per request to a white agent: httpx's own stack against the service's (`http1.py`).
+"""HTTP client cost per request to a white agent: httpx's own stack, aiohttp (issue 24's candidate B: as
+httpx-aiohttp ships it, and as the service would need it, `bench/aiohttp_candidate.py`) and the service's
+own transport (`http1.py`).
 
 The oracle white agent runs in a child process (`bench.white_agent`); each client POSTs the same small
 JSON-RPC request to it (the agent answers with a short JSON-RPC error, so its own work is tiny) `--requests`
@@ -12,47 +14,69 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from collections.abc import Callable
 
 import httpx
 import uvloop
+from httpx_aiohttp import AiohttpTransport
 
+from bench.aiohttp_candidate import AiohttpAgentTransport
 from bench.procstats import self_cpu_seconds
 from bench.tables import print_table
 from bench.white_agent import white_agent_process
 from green_agent.white_agent.egress import EgressConnector, EgressPolicy
 from green_agent.white_agent.http1 import AgentTransport, DirectClient, TransportLimits
+from green_agent.white_agent.matching import Trial, expectation_for, expecting
 
-BODY = json.dumps(
-    {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"parts": [{"text": "hi"}]}}}
-).encode()
+REQUEST = {
+    "jsonrpc": "2.0",
+    "id": "1",
+    "method": "SendMessage",
+    "params": {"message": {"parts": [{"text": "hi"}]}},
+}
 
 
 def httpx_default() -> httpx.AsyncClient:
     return httpx.AsyncClient(timeout=60.0)
 
 
-def service_client() -> httpx.AsyncClient:
-    transport = AgentTransport(
-        EgressConnector(EgressPolicy()),
-        TransportLimits(max_response_bytes=1 << 20, max_idle=64),
-        ssl_context=httpx.create_ssl_context,
+LIMITS = TransportLimits(max_response_bytes=1 << 20, max_idle=64)
+
+
+def service_client(*, matched: bool = False) -> httpx.AsyncClient:
+    transport = AgentTransport(EgressConnector(EgressPolicy()), LIMITS, ssl_context=httpx.create_ssl_context)
+    return DirectClient(transport, timeout=60.0, matcher=expectation_for if matched else None)
+
+
+def httpx_aiohttp_as_shipped() -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=AiohttpTransport(), timeout=60.0)
+
+
+def aiohttp_candidate(*, force_close: bool = False) -> httpx.AsyncClient:
+    transport = AiohttpAgentTransport(
+        EgressConnector(EgressPolicy()), LIMITS, ssl_context=httpx.create_ssl_context, force_close=force_close
     )
-    return DirectClient(transport, timeout=60.0)
+    return DirectClient(transport, timeout=60.0)  # type: ignore[arg-type]
 
 
 CLIENTS: dict[str, Callable[[], httpx.AsyncClient]] = {
     "httpx.AsyncClient (httpcore, anyio, h11)": httpx_default,
     "DirectClient + AgentTransport (asyncio, llhttp)": service_client,
+    "the same, each reply matched to its request (as a trial's)": lambda: service_client(matched=True),
+    "httpx.AsyncClient + httpx-aiohttp AiohttpTransport, as shipped": httpx_aiohttp_as_shipped,
+    "DirectClient + aiohttp candidate (bench/aiohttp_candidate.py)": aiohttp_candidate,
+    "DirectClient + aiohttp candidate, force_close (a connection per request)": lambda: aiohttp_candidate(
+        force_close=True
+    ),
 }
 
 
 async def _cpu_per_request(client: httpx.AsyncClient, url: str, requests: int, concurrency: int) -> float:
     async def one() -> None:
-        response = await client.post(url, content=BODY, headers={"content-type": "application/json"})
+        with expecting(Trial("bench-context")):  # only a client with a matcher reads it
+            response = await client.post(url, json=REQUEST)
         response.raise_for_status()
 
     async def worker(count: int) -> None:

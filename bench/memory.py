@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 
 import uvloop
 
-from api.events import Lagged, Subscription
+from api.runtime.events import Lagged, Subscription
 from bench.harness import DEFAULT_PG_URL, DatabaseKind, engine_settings, fresh_database, green_agent_service
 from bench.procstats import mib, rss_bytes
 from bench.tables import print_table

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import uvloop
 
-from api.runtime import open_runtime
+from api.runtime.runtime import open_runtime
 from api.settings import Settings
 from bench.harness import DEFAULT_PG_URL, a2a_sends, fresh_database
 from bench.procstats import cpu_count, cpu_seconds, machine_busy_seconds, self_cpu_seconds

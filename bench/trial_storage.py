@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 import uvloop
 
-from api.queue import QueueSettings, TrialQueue
+from api.runtime.queue import QueueSettings, TrialQueue
 from bench.harness import DatabaseKind, engine_settings, fresh_database, green_agent_service, run_measured
 from bench.procstats import machine_busy_seconds
 from bench.white_agent import white_agent_process

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import httpx
 
-from api.app import create_app
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import COMPLETED, AssessmentRepository, NewAssessment
 from api.settings import Settings
+from api.web.app import create_app
 from bench.tables import print_table
 from green_agent.models import AssessmentReport, Signal, ToolCallRecord, TranscriptMessage, TrialResult
 from green_agent.reference_agents import serve_app

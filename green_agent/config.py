@@ -109,6 +109,13 @@ class EngineSettings(BaseModel):
         "oracle with a model-played customer: a real agent told the task id could replay its public gold "
         "actions. Not an operator setting of the service.",
     )
+    judge_skip_when_failed: bool = Field(
+        default=False,
+        description="Ask the judge only where its verdicts can change the reward (a clean exit whose DB "
+        "matched), saving its calls on trials already at 0. Off (the default), every trial of a task with "
+        "NL assertions is judged, as upstream does, so that which trials count never depends on whether "
+        "they passed; on, a task one of whose trials the judge failed on has all its trials excluded.",
+    )
     judge_json_schema: bool = Field(
         default=True,
         description="Ask the judge endpoint for JSON-schema constrained verdicts (response_format).",
@@ -216,7 +223,7 @@ class EngineSettings(BaseModel):
         default=5.0,
         ge=0,
         le=3_600,
-        description="An idle connection to a white agent older than this is closed rather than reused.",
+        description="An idle connection to a white agent is closed this long after its last response.",
     )
     # -- cost accounting (tau2 interop) --
     llm_prices: dict[str, ModelPrice] = Field(

@@ -425,6 +425,7 @@ class Engine:
                 self.settings.agent_usage_max_cost_per_reply,
             ),
             disclose_task_id=self.settings.disclose_task_id,
+            judge_skip_when_failed=self.settings.judge_skip_when_failed,
         )
 
 

@@ -41,7 +41,10 @@ class AgentLimits(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_reply_bytes: int = Field(
-        default=128 * KIB, ge=1 * KIB, description="Bytes of one reply body (HTTP) from the white agent."
+        default=128 * KIB,
+        ge=1 * KIB,
+        description="Bytes of one HTTP response from the white agent: body, headers, trailers and any "
+        "informational (1xx) responses before it.",
     )
     max_reply_values: int = Field(
         default=2_048,

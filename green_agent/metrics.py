@@ -1,6 +1,9 @@
 """Assessment metrics from trial results, as tau2 computes them (pure; the service rebuilds reports with it).
 
-* Excluded: trials without a reward (infrastructure errors; assertions not judged), counted separately.
+* Excluded: trials without a reward (infrastructure errors; assertions not judged), counted separately, and
+  every trial of a task whose judge failed on one trial while another was scored without asking it (the
+  operator's `judge_skip_when_failed`): keeping the others would keep that task's failures and drop its
+  passes (`task_not_judged`; `counted_trials`).
 * avg reward over the remaining trials; success = reward within 1e-6 of 1.
 * pass^k = mean over tasks of C(c, k) / C(n, k), n = a task's remaining trials, c = its successes, for
   k = 1 .. the smallest n over tasks that kept at least one trial.
@@ -10,13 +13,14 @@
   assertions of judged trials, not over trials. A check with nothing to check would pass vacuously and say
   nothing about the agent, so it is left out rather than counted as a pass.
 * Complete: every planned trial ran and was scored; otherwise `partial_reasons` counts what is missing.
+* `stats`: the same numbers with task-clustered error bars (green_agent/uncertainty.py).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from math import comb
+from typing import Protocol, TypeVar
 
 from green_agent.config import AssessmentConfig
 from green_agent.models import (
@@ -25,28 +29,91 @@ from green_agent.models import (
     SIGNAL_NAMES,
     SIGNAL_NL,
     AssessmentReport,
+    ReportStats,
     RunInfo,
     TrialResult,
     UsageReport,
+)
+from green_agent.uncertainty import (
+    SUCCESS_TOLERANCE,
+    TaskScore,
+    min_detectable_difference,
+    pass_hat_k_estimates,
+    reward_estimate,
 )
 from green_agent.usage import total
 
 INFRASTRUCTURE_ERROR = "infrastructure_error"
 NOT_JUDGED = "not_judged"
+TASK_NOT_JUDGED = "task_not_judged"
 NOT_RUN = "not_run"
 
 
 def is_success(reward: float | None) -> bool:
-    return reward is not None and abs(reward - 1.0) <= 1e-6
+    return reward is not None and abs(reward - 1.0) <= SUCCESS_TOLERANCE
 
 
-def pass_hat_k(successes_by_task: dict[str, list[bool]]) -> dict[int, float]:
-    """tau2's pass^k over tasks that kept at least one trial."""
-    counts = [(len(s), sum(s)) for s in successes_by_task.values() if s]
-    if not counts:
-        return {}
-    max_k = min(n for n, _ in counts)
-    return {k: sum(comb(c, k) / comb(n, k) for n, c in counts) / len(counts) for k in range(1, max_k + 1)}
+class ScoredTrial(Protocol):
+    """What the counting rules read of a trial: a stored `TrialResult` or a listed summary of one."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def reward(self) -> float | None: ...
+    @property
+    def nl_status(self) -> str: ...
+
+
+T = TypeVar("T", bound=ScoredTrial)
+
+
+def tasks_left_out(trials: Sequence[ScoredTrial]) -> set[str]:
+    """Tasks whose trials are all left out: the judge failed on one of their trials (ours: no reward) while
+    another was scored 0 without asking it (`skipped`). Which trials the judge was asked on then followed
+    their DB check, so keeping the rest would keep the task's failures and drop its would-be passes."""
+    failed = {t.task_id for t in trials if t.nl_status == "judge_failed" and t.reward is None}
+    skipped = {t.task_id for t in trials if t.nl_status == "skipped"}
+    return failed & skipped
+
+
+def counted_trials(trials: Sequence[T]) -> list[T]:
+    """The trials the metrics count (and the tau2 export writes): those with a reward, outside the tasks
+    `tasks_left_out`."""
+    left_out = tasks_left_out(trials)
+    return [t for t in trials if t.reward is not None and t.task_id not in left_out]
+
+
+def task_scores(trials: Sequence[ScoredTrial]) -> dict[str, TaskScore]:
+    """Task -> its counted trials' rewards, in the order given; tasks without a counted trial are absent."""
+    rewards: dict[str, list[float]] = defaultdict(list)
+    for t in counted_trials(trials):
+        assert t.reward is not None
+        rewards[t.task_id].append(t.reward)
+    return {task: TaskScore(tuple(r)) for task, r in rewards.items()}
+
+
+def tasks_not_fully_solved(
+    task_ids: Sequence[str], trials: Sequence[ScoredTrial], trials_per_task: int
+) -> list[str]:
+    """The tasks of `task_ids` (in that order) that fewer than `trials_per_task` counted trials solved: the
+    failed and the flaky ones, and those with a trial excluded or never run (what `run --failed-from`
+    runs again)."""
+    solved = Counter(t.task_id for t in counted_trials(trials) if is_success(t.reward))
+    return [task for task in task_ids if solved[task] < trials_per_task]
+
+
+def report_stats(scores: dict[str, TaskScore], trials_per_task: int) -> ReportStats:
+    """The report's numbers with their error bars; per-task successes when more than one trial was run."""
+    avg = reward_estimate(scores)
+    several = trials_per_task > 1
+    return ReportStats(
+        n_tasks=len(scores),
+        avg_reward=avg,
+        pass_hat_k=pass_hat_k_estimates(scores),
+        min_detectable_difference=min_detectable_difference(avg.stderr) if avg is not None else None,
+        task_successes={t: (s.successes, s.trials) for t, s in scores.items()} if several else None,
+        mixed_tasks=[t for t, s in scores.items() if 0 < s.successes < s.trials] if several else None,
+    )
 
 
 def usage_report(trials: Sequence[TrialResult]) -> UsageReport:
@@ -75,17 +142,13 @@ def compute_report(
     run_info: RunInfo | None = None,
 ) -> AssessmentReport:
     """The report over `trials`; `trials_planned` (default: as many as given) counts the ones never run."""
-    scored = [t for t in trials if t.reward is not None]
+    scored = counted_trials(trials)
     infra = sum(1 for t in trials if t.termination_reason == INFRASTRUCTURE_ERROR)
     not_judged = sum(1 for t in trials if t.reward is None and t.termination_reason != INFRASTRUCTURE_ERROR)
+    task_not_judged = sum(1 for t in trials if t.reward is not None) - len(scored)
     not_run = max(0, (trials_planned or len(trials)) - len(trials))
-
-    successes: dict[str, list[bool]] = defaultdict(list)
-    rewards: dict[str, list[float]] = defaultdict(list)
-    for t in scored:
-        assert t.reward is not None
-        successes[t.task_id].append(is_success(t.reward))
-        rewards[t.task_id].append(t.reward)
+    scores = task_scores(trials)
+    stats = report_stats(scores, config.trials)
 
     signal_rates: dict[str, float | None] = {}
     signal_applicable: dict[str, int] = {}
@@ -95,6 +158,8 @@ def compute_report(
         signal_applicable[name] = len(outcomes)
 
     excluded = {INFRASTRUCTURE_ERROR: infra, NOT_JUDGED: not_judged}
+    if task_not_judged:
+        excluded[TASK_NOT_JUDGED] = task_not_judged
     partial = {reason: n for reason, n in {**excluded, NOT_RUN: not_run}.items() if n}
     return AssessmentReport(
         num_tasks=len({t.task_id for t in trials}),
@@ -104,16 +169,17 @@ def compute_report(
         complete=not partial,
         partial_reasons=partial,
         excluded=excluded,
-        avg_reward=sum(t.reward for t in scored if t.reward is not None) / len(scored) if scored else None,
-        pass_hat_k=pass_hat_k(dict(successes)),
+        avg_reward=stats.avg_reward.value if stats.avg_reward is not None else None,
+        pass_hat_k={k: estimate.value for k, estimate in stats.pass_hat_k.items()},
         signal_rates=signal_rates,
         signal_applicable=signal_applicable,
         nl_assertions_total=signal_applicable[SIGNAL_NL],
         termination_counts=dict(Counter(t.termination_reason for t in trials)),
-        task_rewards={task: sum(r) / len(r) for task, r in rewards.items()},
+        task_rewards={task: float(score.mean_reward) for task, score in scores.items()},
         time_used_s=time_used_s,
         usage=usage_report(trials),
         run_info=run_info,
+        stats=stats,
     )
 
 

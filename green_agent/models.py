@@ -53,6 +53,14 @@ class TranscriptMessage(BaseModel):
     timestamp: datetime = Field(default_factory=utcnow)
 
 
+NLStatus = Literal["not_required", "judged", "not_judged", "skipped", "judge_failed"]
+"""Whether a trial's NL assertions were judged: `not_required` (the task has none), `judged` (one verdict per
+assertion), `not_judged` (no verdict: no judge configured, or the conversation never finished), `skipped`
+(the judge was not asked because the reward was 0 whatever it said: the operator's `judge_skip_when_failed`),
+`judge_failed` (asked, and it failed: excluded as an infrastructure error, or charged to the agent when its
+text provoked the failure)."""
+
+
 class NLVerdict(BaseModel):
     """The judge's verdict on one natural-language assertion (exactly one per assertion, in order)."""
 
@@ -83,7 +91,7 @@ class TrialResult(BaseModel):
     )
     is_successful: bool | None
     signals: list[Signal] = Field(default_factory=list)
-    nl_status: Literal["not_required", "judged", "not_judged"] = "not_required"
+    nl_status: NLStatus = "not_required"
     nl_verdicts: list[NLVerdict] = Field(default_factory=list)
     nl_assertion_pass_rate: float | None = Field(default=None, description="Passed / judged assertions.")
     judge_input: str | None = None
@@ -166,9 +174,44 @@ class RunInfo(BaseModel):
 PARTIAL_REASONS = {
     "infrastructure_error": "excluded after infrastructure errors (user-simulator or judge LLM failed)",
     "not_judged": "not judged (no NL-assertion judge configured)",
+    "task_not_judged": "left out with the rest of their task (the judge failed on one of its trials while "
+    "others were scored without it: judge_skip_when_failed)",
     "not_run": "not run (the assessment was stopped first)",
 }
 """Why a trial can be missing from a report's metrics, as `partial_reasons` keys, with what each means."""
+
+
+class Estimate(BaseModel):
+    """A number with its task-clustered error bar (green_agent/uncertainty.py)."""
+
+    value: float
+    stderr: float | None = Field(
+        description="Standard error over tasks (the unit of sampling); None with fewer than 2 tasks."
+    )
+    ci95: tuple[float, float] | None = Field(
+        description="value +- 1.96 stderr, clipped to [0, 1]; None when stderr is."
+    )
+
+
+class ReportStats(BaseModel):
+    """The report's numbers with their uncertainty (schema version 3; docs/scoring.md, "Error bars")."""
+
+    n_tasks: int = Field(description="Tasks with at least one scored trial: the sample the errors are over.")
+    avg_reward: Estimate | None = Field(description="Average reward over scored trials; None without one.")
+    pass_hat_k: dict[int, Estimate] = Field(default_factory=dict)
+    min_detectable_difference: float | None = Field(
+        description="Smallest true difference in average reward that another assessment of the same design "
+        "would tell apart from this one (80% power, two-sided 5%): 2.8 x sqrt(2) x stderr; None when the "
+        "stderr is."
+    )
+    task_successes: dict[str, tuple[int, int]] | None = Field(
+        default=None,
+        description="With trials > 1: task -> (successes, scored trials).",
+    )
+    mixed_tasks: list[str] | None = Field(
+        default=None,
+        description="With trials > 1: tasks with both successes and failures among their scored trials.",
+    )
 
 
 class AssessmentReport(BaseModel):
@@ -177,10 +220,13 @@ class AssessmentReport(BaseModel):
     Schema versions: 1 = signal rates over every scored trial that evaluated the signal (ACTION_MATCH and
     COMMUNICATE passed vacuously on tasks with nothing to check), no completeness flag. 2 = each rate over the
     trials where its signal applies (`signal_applicable` says how many), plus `complete`/`partial_reasons`.
-    Version-1 reports still load: their flag is derived from `excluded`, their `signal_applicable` is empty.
+    3 = `stats`: the average reward and pass^k with task-clustered standard errors and 95% intervals, the
+    smallest detectable difference, per-task successes; NL tasks' trials are judged or excluded whatever their
+    outcome (docs/scoring.md). Version-1 reports still load: their flag is derived from `excluded`, their
+    `signal_applicable` is empty; version-1 and 2 reports have no `stats` (None).
     """
 
-    schema_version: int = 2
+    schema_version: int = 3
     num_tasks: int
     num_trials: int
     trials_total: int
@@ -193,7 +239,7 @@ class AssessmentReport(BaseModel):
     partial_reasons: dict[str, int] = Field(
         default_factory=dict,
         description="Why trials are missing from the metrics -> how many: infrastructure_error, not_judged, "
-        "not_run. Empty when complete.",
+        "task_not_judged, not_run. Empty when complete.",
     )
     excluded: dict[str, int] = Field(default_factory=lambda: {"infrastructure_error": 0, "not_judged": 0})
     avg_reward: float | None
@@ -210,6 +256,9 @@ class AssessmentReport(BaseModel):
     time_used_s: float = 0.0
     usage: UsageReport | None = None
     run_info: RunInfo | None = None
+    stats: ReportStats | None = Field(
+        default=None, description="Error bars (schema version 3); None in reports stored before it."
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -116,6 +116,8 @@ class TrialDeps:
     contact: AgentContact = field(default_factory=AgentContact)
     disclose_task_id: bool = False
     """Tell the white agent the task id (`TASK_ID_KEY`); only the demo's built-in oracle is ever told."""
+    judge_skip_when_failed: bool = False
+    """No judge where the reward is 0 whatever it says (`EngineSettings.judge_skip_when_failed`)."""
 
 
 @dataclass

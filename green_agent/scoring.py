@@ -1,11 +1,17 @@
 """Turning a finished conversation into a `TrialResult`: the checks, the judge, the reward and the signals.
 
 The reward is retail_domain's `score_trial` (tau2's rule). On top, named signals explain the verdict:
-DB_STATE_MATCH, NL_ASSERTION and CLEAN_EXIT gate success; ACTION_MATCH and COMMUNICATE are diagnostics. The
-judge runs only for tasks whose reward needs it, and only when its verdicts can still change the reward (a
-clean exit whose DB check passed): a trial already at 0 is scored 0 without it. With no judge configured,
-the trials of such a task whose reward is not already 0 have no reward (`nl_status="not_judged"`) and are
-excluded from the metrics, visibly.
+DB_STATE_MATCH, NL_ASSERTION and CLEAN_EXIT gate success; ACTION_MATCH and COMMUNICATE are diagnostics.
+
+Which trials count must never depend on whether they passed (threat model, principle 1). So for a task with
+NL assertions the judge is asked on every trial whose conversation finished, whatever its DB check and its
+exit said (upstream judges every clean exit; an unclean one is 0 whatever the verdicts, and is judged too so
+that a judge outage cannot pick which trials are left out). A judge failure that no agent text can cause
+excludes that trial (`judge_failed`, infrastructure error); one the agent's text provoked is the agent's
+(limits.py). With no judge configured, every trial of such a task has no reward (`not_judged`), passes and
+failures alike. The operator may trade that for judge tokens (`judge_skip_when_failed`): trials at 0
+whatever the verdicts are then scored without asking (`skipped`), and a task whose judge then fails on
+another trial is left out whole by the metrics (`metrics.tasks_left_out`).
 
 COMMUNICATE and the judge read only what the customer saw (`customer_visible_texts`,
 `judge.customer_visible`): text the agent attaches to a tool call never reaches the customer, so it counts
@@ -17,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from green_agent.errors import InfrastructureError
 from green_agent.judge import customer_visible_texts
@@ -30,6 +36,7 @@ from green_agent.models import (
     SIGNAL_COMMUNICATE,
     SIGNAL_DB,
     SIGNAL_NL,
+    NLStatus,
     NLVerdict,
     Signal,
     TrialResult,
@@ -54,15 +61,14 @@ if TYPE_CHECKING:
     from green_agent.orchestrator import TrialDeps, TrialSpec, TrialState
 
 
-NLStatus = Literal["not_required", "judged", "not_judged"]
-
-
 @dataclasses.dataclass
 class _Judgement:
     status: NLStatus = "not_required"
     verdicts: list[NLVerdict] = dataclasses.field(default_factory=list)
     judge_input: str | None = None
     tokens: TokenUsage | None = None
+    note: str = ""
+    """Why there is no verdict, for the NL_ASSERTION signal."""
 
 
 async def score(
@@ -73,22 +79,34 @@ async def score(
     db = check_db(state.db_hash, gold_hash) if state.db_hash is not None else None
     db_matched = db.matched if db else False
     unfinished = reason == TerminationReason.INFRASTRUCTURE_ERROR  # our customer failed mid-conversation
-    judgement = _Judgement(status="not_judged" if task.judged else "not_required")
-    # The judge is asked only when its verdicts can still change the reward: after a clean exit, with every
-    # other component of the reward basis passed. A trial already at 0 is scored 0 without it (never excluded
-    # for a judge failure, and the call is saved); so is one our customer never finished (excluded anyway:
-    # its error stays the customer's, and `retry` runs it again).
-    needs_judge = not unfinished and score_trial(task, reason, db_matched, None).reward is None
-    if task.judged and judge is not None and needs_judge:
-        try:
-            outcome = await judge.judge(task.nl_assertions, state.transcript)
-            judgement = _Judgement("judged", outcome.verdicts, outcome.judge_input, outcome.usage)
-        except InfrastructureError as exc:  # excluded, unless the agent's text provoked it (limits.py)
-            reason, state.error = llm_failure_outcome(exc, state.agent_bytes, deps.limits, "judge")
+    judgement = _Judgement("not_required")
+    if task.judged and unfinished:
+        judgement = _Judgement("not_judged", note="the conversation did not finish")
+    elif task.judged and judge is None:
+        judgement = _Judgement("not_judged", note="no judge configured; the trial is excluded")
+    elif task.judged and judge is not None:
+        decided = score_trial(task, reason, db_matched, None).reward == 0.0
+        if decided and deps.judge_skip_when_failed:
+            note = "the judge was not asked: the reward is 0 whatever they say (judge_skip_when_failed)"
+            judgement = _Judgement("skipped", note=note)
+        else:
+            try:
+                outcome = await judge.judge(task.nl_assertions, state.transcript)
+                judgement = _Judgement("judged", outcome.verdicts, outcome.judge_input, outcome.usage)
+            except InfrastructureError as exc:  # excluded, unless the agent's text provoked it (limits.py)
+                ended = f" (the conversation had ended {reason}: {state.error})" if state.error else ""
+                reason, why = llm_failure_outcome(exc, state.agent_bytes, deps.limits, "judge")
+                state.error = why + ended
+                judgement = _Judgement("judge_failed", note="the judge failed (the trial's error says how)")
 
     verdict_flags = [v.passed for v in judgement.verdicts] if judgement.status == "judged" else None
-    # With no judge, a judged task's reward stays unknown (excluded, `not_judged`) unless it is 0 anyway.
-    reward = score_trial(task, reason, db_matched, verdict_flags).reward
+    # No verdict where the task needs one: no reward (excluded), whatever the DB and the exit say. A skipped
+    # trial is 0 (checked above), a failed judge's is what its outcome says (excluded, or the agent's 0).
+    reward = (
+        None
+        if judgement.status == "not_judged"
+        else score_trial(task, reason, db_matched, verdict_flags).reward
+    )
 
     calls = [
         ToolCall(call.name, call.arguments)
@@ -104,7 +122,7 @@ async def score(
 
     signals = [
         _db_signal(task, db, unfinished),
-        _nl_signal(task, judgement, nl_rate, reward),
+        _nl_signal(task, judgement, nl_rate),
         *exit_and_diagnostic_signals(task, reason, actions, communicate),
     ]
     return TrialResult(
@@ -195,32 +213,34 @@ def _db_signal(task: Task, db: DbCheck | None, unfinished: bool) -> Signal:
     return Signal(name=SIGNAL_DB, passed=db.matched, counts=counts, detail=detail)
 
 
-def _nl_signal(task: Task, judgement: _Judgement, rate: float | None, reward: float | None) -> Signal:
+def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:
     counts = "NL_ASSERTION" in task.reward_basis
     if judgement.status == "judged":
         passed = sum(v.passed for v in judgement.verdicts)
         detail = f"{passed}/{len(judgement.verdicts)} assertions passed"
         return Signal(name=SIGNAL_NL, passed=rate == 1.0, counts=counts, detail=detail)
-    if judgement.status == "not_judged":
-        detail = f"{len(task.nl_assertions)} assertions not judged"
-        if reward == 0.0:
-            detail += " (not needed: the reward is 0 whatever they say)"
-        return Signal(name=SIGNAL_NL, passed=None, counts=counts, detail=detail)
-    return Signal(name=SIGNAL_NL, passed=True, counts=counts, detail="no assertions to judge for this task")
+    if judgement.status == "not_required":
+        detail = "no assertions to judge for this task"
+        return Signal(name=SIGNAL_NL, passed=True, counts=counts, detail=detail)
+    detail = f"{len(task.nl_assertions)} assertions not judged: {judgement.note}"
+    return Signal(name=SIGNAL_NL, passed=None, counts=counts, detail=detail)
 
 
 def unscored(
     spec: TrialSpec, deps: TrialDeps, state: TrialState, started: datetime, error: str
 ) -> TrialResult:
     """The result of a trial whose scoring met a bug of ours: `internal_error`, reward 0 (never excluded:
-    the agent's input may have provoked the bug, and it must not pay off)."""
+    the agent's input may have provoked the bug, and it must not pay off), except where no judge is
+    configured for a task that needs one: then, like every trial of that task, it has no reward."""
+    not_judged = spec.task.judged and deps.judge is None
     return TrialResult(
         task_id=spec.task.id,
         trial=spec.trial,
         seed=spec.seed,
         termination_reason=str(TerminationReason.INTERNAL_ERROR),
-        reward=0.0,
-        is_successful=False,
+        reward=None if not_judged else 0.0,
+        is_successful=None if not_judged else False,
+        nl_status="not_judged" if spec.task.judged else "not_required",
         transcript=state.transcript,
         protocol_warnings=state.warnings,
         error=error,

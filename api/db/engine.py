@@ -44,7 +44,7 @@ class IdleRollbackDialect(SQLiteDialect_aiosqlite):
     after a commit too; through aiosqlite each rollback is a round trip to the connection's thread (~25 us
     of CPU, several per trial job). sqlite3's own `rollback()` does nothing unless a transaction is open, so
     asking the same question first (`in_transaction`, a flag read) changes nothing but the cost: a connection
-    returned inside a transaction is still rolled back (tests/api/test_repository.py)."""
+    returned inside a transaction is still rolled back (tests/api/db/test_repository.py)."""
 
     supports_statement_cache = True
 
@@ -116,9 +116,9 @@ def _ping_when_idle(engine: AsyncEngine, idle_s: float) -> None:
 
     SQLAlchemy's `pool_pre_ping` checks every checkout, and on asyncpg a check is three round trips (BEGIN,
     `;`, ROLLBACK): more than the statement it guards for most of our reads. A connection that was in use a
-    moment ago is alive unless the server went away in that moment; then the statement fails with a
-    connection error, which is transient (`api.queue.is_transient`): the pool drops the connection and the
-    write is retried. Idle connections, e.g. after a database restart, are checked as before."""
+    moment ago is alive unless the server went away in that moment; then the statement fails with a connection
+    error, which is transient (`api.runtime.queue.is_transient`): the pool drops the connection and the write
+    is retried. Idle connections, e.g. after a database restart, are checked as before."""
 
     def on_checkin(dbapi_connection: Any, record: Any) -> None:
         record.info["returned_at"] = time.monotonic()

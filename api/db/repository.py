@@ -47,7 +47,6 @@ from api.db.tables import (
     TrialRow,
     UTCDateTime,
 )
-from api.quotas import Load
 from green_agent.models import AssessmentReport, TranscriptMessage, TrialResult
 
 # Assessment statuses. `queued` and `running` are unfinished: a restarted service resumes them.
@@ -62,6 +61,16 @@ STATUSES = (*UNFINISHED, *TERMINAL)
 
 # Fields of TrialResult kept in their own tables or columns rather than in `trials.detail`.
 _SPLIT_FIELDS = {"transcript", "nl_verdicts"}
+
+
+@dataclass(frozen=True)
+class Load:
+    """What is unfinished right now: the tenant's assessments and trials, and all trials (what
+    the admission quotas of api/security/quotas.py are checked against)."""
+
+    tenant_active_assessments: int
+    tenant_queued_trials: int
+    total_queued_trials: int
 
 
 class IdempotencyConflict(Exception):

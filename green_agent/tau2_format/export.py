@@ -7,7 +7,8 @@ optional tau2 field (per-message cost and raw LLM data, reviews, ticks), the fie
 invented. Required fields without a counterpart are filled with what is closest and true (see
 `git_commit`, `agent_info`).
 
-Excluded trials (no reward: our LLM unavailable, or assertions not judged) are left out of the file, so
+Excluded trials (no reward: our LLM unavailable, or assertions not judged; every trial of a task the metrics
+leave out whole, `metrics.counted_trials`) are left out of the file, so
 that tau2's `compute_metrics` gives the same avg reward and pass^k as our report whatever pandas it runs on
 (tau2 writes its own excluded work as `infrastructure_error` simulations, but v1.0.1's filter for them fails
 under pandas 3, which its requirements allow; docs/tau2-interop.md). A scored trial with an error keeps it
@@ -25,6 +26,7 @@ from importlib import metadata
 from typing import Any
 
 from green_agent.config import AssessmentConfig
+from green_agent.metrics import counted_trials
 from green_agent.models import AssessmentReport, TrialResult
 from retail_domain import READ_TOOLS, WRITE_TOOLS, RetailData, Task, is_clean_exit
 
@@ -67,8 +69,7 @@ def tau2_results(source: ExportSource, data: RetailData) -> dict[str, Any]:
     config = source.config
     task_ids = sorted({t.task_id for t in source.trials}, key=_task_order(data))
     order = _task_order(data)
-    scored = [t for t in source.trials if t.reward is not None]
-    trials = sorted(scored, key=lambda t: (t.trial, order(t.task_id)))
+    trials = sorted(counted_trials(source.trials), key=lambda t: (t.trial, order(t.task_id)))
     run = source.report.run_info if source.report is not None else None
     user_info: dict[str, Any] = {
         "implementation": "user_simulator" if run is None or run.user_model else "scripted_user",
@@ -180,8 +181,12 @@ def reward_info(trial: TrialResult, task: Task) -> dict[str, Any] | None:
     for kind in task.reward_basis:
         if kind == "DB":
             breakdown[kind] = 1.0 if db_match else 0.0
-        elif kind == "NL_ASSERTION":
+        elif kind == "NL_ASSERTION" and trial.nl_status == "judged":
             breakdown[kind] = 1.0 if all(v.passed for v in trial.nl_verdicts) else 0.0
+        elif kind == "NL_ASSERTION" and not task.judged:
+            breakdown[kind] = 1.0  # no assertions to judge: tau2 scores the component 1 as well
+        # Otherwise the judge gave no verdict (skipped: the reward was 0 whatever it said), and none is
+        # invented: NL_ASSERTION is left out of the breakdown.
         elif kind == "COMMUNICATE":
             breakdown[kind] = 1.0 if all(c.get("met") for c in trial.communicate_checks) else 0.0
     return {

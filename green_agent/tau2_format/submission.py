@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from green_agent.models import AssessmentReport
 from green_agent.tau2_format.export import TAU2_VERSION, ExportSource
 
 UPSTREAM_GUIDELINES_SHA256 = "740a29dfa64d7bc08eea3bf7493575b914a63f744acbaf7f199ee07eddaf72d3"
@@ -56,7 +57,7 @@ def build_submission(source: ExportSource, submitter: Submitter, *, today: date)
         shown = ", ".join(f"{n} {reason}" for reason, n in sorted(partial.items()))
         raise SubmissionRefused(
             f"the report is partial ({shown} trial(s) excluded), so its pass^k is not the leaderboard's; "
-            "configure a judge (GREEN_AGENT_JUDGE_MODEL) and re-run, or resolve the infrastructure errors"
+            + _what_to_do(report, partial)
         )
     if report.trials_total < report.num_tasks * report.num_trials:
         raise SubmissionRefused(
@@ -136,7 +137,7 @@ def build_submission(source: ExportSource, submitter: Submitter, *, today: date)
             "tau2_bench_version": TAU2_VERSION,
             # tau2 compares this with the trajectories' user_info.llm: None for the scripted user
             "user_simulator": run.user_model if run else None,
-            "notes": " ".join(notes),
+            "notes": " ".join(_sentence(note) for note in notes),
             "verification": {
                 "modified_prompts": modified,
                 "omitted_questions": omitted,
@@ -148,6 +149,30 @@ def build_submission(source: ExportSource, submitter: Submitter, *, today: date)
         },
     }
     return Submission(document=document, trajectory_file=trajectory_file, notices=notices)
+
+
+def _what_to_do(report: AssessmentReport, partial: dict[str, int]) -> str:
+    """How to get a complete report, for what `partial` counts (a judge is named only when none was set)."""
+    judge_configured = report.run_info is not None and report.run_info.judge_model is not None
+    steps = []
+    if partial.get("not_judged") and not judge_configured:
+        steps.append("configure a judge (GREEN_AGENT_JUDGE_MODEL) and re-run")
+    if (
+        partial.get("infrastructure_error")
+        or partial.get("task_not_judged")
+        or (partial.get("not_judged") and judge_configured)
+    ):
+        steps.append(
+            "re-run once our LLM endpoints (user simulator, judge) answer again: the excluded trials "
+            "failed on our side, not the agent's"
+        )
+    return "; or ".join(steps) or "re-run the assessment"
+
+
+def _sentence(note: str) -> str:
+    """A note as a sentence of its own: capitalized, ending with a full stop."""
+    note = note.strip()
+    return note[:1].upper() + note[1:] + ("" if note.endswith(".") else ".")
 
 
 def _slug(text: str) -> str:

@@ -16,7 +16,9 @@ Optional per-assessment headers (the agent's own credentials) go with every requ
 nowhere else: never into messages, errors or logs.
 
 HTTP: the clients are `DirectClient`s on `AgentTransport` (http1.py), HTTP/1.1 on asyncio and llhttp, at a
-fraction of the CPU of httpx's own stack (a third of the green agent's cost per turn went there).
+fraction of the CPU of httpx's own stack (a third of the green agent's cost per turn went there). Every reply
+is matched to its request (matching.py: JSON-RPC id, A2A context and task id), and a trial's connections serve
+that trial only and close when its conversation ends.
 
 Size rule: every response is read by the transport, which stops reading past `max_reply_bytes` and refuses
 bodies with more JSON values than `max_reply_values`, before the A2A SDK parses them (it does so on the event
@@ -78,6 +80,7 @@ from green_agent.white_agent.egress import (
     egress_refusal_in,
 )
 from green_agent.white_agent.http1 import AgentTransport, DirectClient, TransportLimits
+from green_agent.white_agent.matching import Trial, expectation_for, expecting
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +141,7 @@ class ClientLimits:
 class _Slot:
     index: int
     http: DirectClient
+    transport: AgentTransport
     factory: ClientFactory
     active: int = 0
 
@@ -214,17 +218,19 @@ class WhiteAgentPool:
             pool=limits.read_timeout_s,
         )
         # A conversation has at most one request in flight, so this many connections always suffice.
+        transport = self._transport(limits.conversations_per_client)
         http = DirectClient(
-            self._transport(limits.conversations_per_client),
+            transport,
             timeout=timeout,
             parsed_urls=2 * limits.card_cache_entries,  # a card's endpoints, of every cached card
+            matcher=expectation_for,
         )
         config = ClientConfig(
             httpx_client=http,
             streaming=False,  # one answer per message; the turn timeout bounds it
             supported_protocol_bindings=[TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON],
         )
-        slot = _Slot(index=len(self._slots), http=http, factory=ClientFactory(config))
+        slot = _Slot(index=len(self._slots), http=http, transport=transport, factory=ClientFactory(config))
         self._slots.append(slot)
         return slot
 
@@ -339,7 +345,7 @@ class WhiteAgentPool:
                 client = cached.client_for(slot)
             except ValueError as exc:
                 raise AgentProtocolError(f"the agent card offers no usable transport: {exc}") from exc
-            yield Conversation(
+            conversation = Conversation(
                 client=client,
                 card=card,
                 turn_timeout_s=turn_timeout_s,
@@ -347,6 +353,10 @@ class WhiteAgentPool:
                 call_context=ClientCallContext(service_parameters=dict(headers)) if headers else None,
                 detailed_errors=_same_origin_endpoints(agent_url, card),
             )
+            try:
+                yield conversation
+            finally:
+                slot.transport.forget(conversation.context_id)  # its connection serves no other trial
         finally:
             slot.active -= 1
 
@@ -440,8 +450,9 @@ class Conversation:
 
     async def _send_once(self, request: SendMessageRequest) -> AgentReply:
         final: Any = None
-        async for event in self.client.send_message(request, context=self.call_context):
-            final = event
+        with expecting(Trial(self.context_id, request.message.task_id or None)):
+            async for event in self.client.send_message(request, context=self.call_context):
+                final = event
         if final is None:
             raise AgentProtocolError("the agent sent no response")
         await asyncio.sleep(0)  # turning the parts into Python values is the next callback (loop rule)
@@ -455,9 +466,10 @@ class Conversation:
     async def _reply_from_task(self, task: Task) -> AgentReply:
         while task.status.state in _PENDING_STATES:
             await asyncio.sleep(self.limits.poll_interval_s)
-            task = await self.client.get_task(
-                GetTaskRequest(id=task.id, history_length=0), context=self.call_context
-            )
+            with expecting(Trial(self.context_id, task.id, polls_task=True)):
+                task = await self.client.get_task(
+                    GetTaskRequest(id=task.id, history_length=0), context=self.call_context
+                )
         state = task.status.state
         status_parts = list(task.status.message.parts) if task.status.HasField("message") else []
         if state in _FAILED_STATES:

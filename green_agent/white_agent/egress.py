@@ -319,9 +319,9 @@ class EgressConnector:
         self.policy = policy
         self._resolve = resolver or resolve
 
-    async def connect(self, host: str, port: int, dial: Dial[T]) -> T:
-        """`dial(address)` for the first judged address that accepts. Raises `AgentEgressError` (nothing
-        dialled) when the policy refuses any address, httpx's `ConnectError` when none can be reached."""
+    async def judged_addresses(self, host: str, port: int) -> Sequence[IPAddress]:
+        """The host's addresses, every one judged by the policy. Raises `AgentEgressError` when the policy
+        refuses any of them, httpx's `ConnectError` when the name does not resolve."""
         try:
             addresses = await self._resolve(host, port)
         except OSError as exc:
@@ -331,6 +331,12 @@ class EgressConnector:
         reason = self.policy.refusal(host, addresses)
         if reason is not None:
             raise AgentEgressError(f"the service may not connect to {_normal_host(host)}: {reason}")
+        return addresses
+
+    async def connect(self, host: str, port: int, dial: Dial[T]) -> T:
+        """`dial(address)` for the first judged address that accepts. Raises `AgentEgressError` (nothing
+        dialled) when the policy refuses any address, httpx's `ConnectError` when none can be reached."""
+        addresses = await self.judged_addresses(host, port)
         last: Exception | None = None
         for address in addresses:
             try:

@@ -3,16 +3,31 @@
 Why not httpx's own transport: httpcore on anyio with h11 (pure Python) cost 0.66-0.68 ms of CPU per request
 (1.57-1.66 ms with 32 requests in flight) on this project's 2-core machine, against 0.12-0.16 ms for this one
 (`python -m bench.http_client`): it was about a third of all the green agent spent on a turn, and more than
-the white agent's server spent answering it. This transport does what the white-agent
-clients need and nothing more:
+the white agent's server spent answering it. Why not aiohttp (issue 24, docs/dependencies.md): it costs
+~0.1 ms more per request, and it reuses a connection holding a late response, reads 1xx floods without a
+bound and takes a body cut by a reset as complete, none of which its public API lets a client change. llhttp
+parses the framing; this module decides what is accepted, and tests/engine/test_http_hostile.py holds a
+hostile server case for each rule below. This transport does what the white-agent clients need and nothing
+more:
 
-* one request at a time per connection; connections the server keeps open are reused for the same origin,
-  at most `max_idle` of them kept idle, each for at most `keepalive_s`;
+* one request at a time per connection; a connection the server keeps open is reused only for the same
+  origin and the same *affinity* (one trial: `Expectation.affinity`), so a response that comes late can only
+  ever land in the trial whose agent sent it; at most `max_idle` connections are kept idle, each closed by a
+  timer `keepalive_s` after its last response;
 * every new connection goes through `EgressConnector` (egress.py): the host is resolved there, every address
   is judged by the policy, and the connection is made to a judged address; TLS uses the URL's host name
   (SNI and certificate check); no proxies, no unix sockets;
-* a response is read in full into memory, never past `max_response_bytes` (status line, headers and body
-  together), with identity encoding only (we ask for it; a compressed body could inflate without bound);
+* a response is read in full into memory, never past `max_response_bytes`: status line, headers, trailers
+  and body, and every informational (1xx) response before it, all count;
+* identity bodies only: a Content-Encoding other than identity, in the headers or in the trailers, and a
+  transfer coding other than chunked are refused (a compressed body could inflate without bound); trailers
+  never reach the response's headers, so nothing can decode the body by them;
+* a body delimited by the end of the connection is complete only when the connection ended cleanly: a reset
+  is an error;
+* a connection is closed, never reused, after any error, any response that is not 2xx, and any byte the
+  server sends out of turn (after the end of a response, or while the connection is idle);
+* each reply is matched to its request before the connection is kept (`Expectation.check`, see
+  matching.py): a mismatch closes the connection and fails the request;
 * timeouts come from the request (httpx's `Timeout`): connect, write (the request handed to the socket) and
   read (the whole response, counted from the request sent: a backstop, the per-turn deadline is enforced by
   the conversation);
@@ -29,11 +44,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
-import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import httptools
 import httpx
@@ -42,20 +56,40 @@ from green_agent.errors import AgentProtocolError
 from green_agent.white_agent.egress import EgressConnector
 
 Origin = tuple[str, str, int]
+PoolKey = tuple[Origin, Hashable]
+"""Connections are reused for one origin and one affinity (None: requests outside any trial, e.g. cards)."""
 BodyCheck = Callable[[bytes], None]
 """Called with every complete response body before it is returned; raises to refuse it."""
 
 _FORBIDDEN_IN_HEADERS = (b"\r", b"\n", b"\0")
+_IDENTITY = (b"", b"identity")
+
+
+class Expectation(Protocol):
+    """What the reply to one request must match (built by `DirectClient`'s matcher, matching.py)."""
+
+    @property
+    def affinity(self) -> Hashable:
+        """Requests with the same affinity may share a connection; others never do."""
+
+    def check(self, status: int, body: bytes) -> Any:
+        """Raise `AgentProtocolError` when the reply is not the answer to the request; return its parsed JSON
+        (handed to the SDK, so it is not parsed twice), or None to leave the body as it is."""
+
+
+Matcher = Callable[[Any], "Expectation | None"]
+"""From a request's JSON payload (None when it has none) to what its reply must match, or None."""
 
 
 @dataclass(frozen=True)
 class TransportLimits:
     max_response_bytes: int
-    """The whole response (status line, headers, body); past it the connection is dropped."""
+    """The whole response (informational responses, status line, headers, trailers, body); past it the
+    connection is dropped."""
     max_idle: int
     """Idle connections kept for reuse, all origins together."""
     keepalive_s: float = 5.0
-    """An idle connection older than this is closed instead of reused."""
+    """An idle connection is closed this long after its last response."""
 
 
 class _Connection(asyncio.Protocol):
@@ -67,17 +101,18 @@ class _Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self.closed = False
         self._out_of_turn = False
+        self.idle_timer: asyncio.TimerHandle | None = None
         self.idle_since = 0.0
         self._waiter: asyncio.Future[None] | None = None
         self._drained: asyncio.Future[None] | None = None
         self._writing_paused = False
+        self._received = 0  # every byte of the current exchange, informational responses included
         self._start_response()
 
     def _start_response(self) -> None:
         self.status = 0
         self.headers: list[tuple[bytes, bytes]] = []
         self.body: list[bytes] = []
-        self._received = 0
         self._headers_done = False
         self._framed = False  # Content-Length or chunked: the end is known without the connection closing
         self._keep_alive = False
@@ -113,13 +148,17 @@ class _Connection(asyncio.Protocol):
         return False  # close our side too
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
+        self.closed = True  # if idle, its timer still takes it out of the pool
         if self._drained is not None and not self._drained.done():
             self._drained.set_exception(httpx.WriteError("the connection closed while sending"))
         if self._waiter is None or self._waiter.done():
             return
-        if self._headers_done and not self._framed:
-            self._finish()  # a body delimited by the end of the connection (HTTP/1.0 style)
+        if self._headers_done and not self._framed and exc is None:
+            self._finish()  # a body delimited by the end of the connection (HTTP/1.0 style), ended cleanly
+        elif self._headers_done and not self._framed:
+            self._fail(
+                httpx.RemoteProtocolError(f"the connection was reset before the end of the body ({exc})")
+            )
         elif not self._received:
             self._fail(httpx.RemoteProtocolError("Server disconnected without sending a response."))
         else:
@@ -135,14 +174,21 @@ class _Connection(asyncio.Protocol):
 
     # -- llhttp callbacks ----------------------------------------------------------------------------------
 
-    # Bytes after the end of the response, in the same read, parse as a next message: they are ignored and
+    # Bytes after the end of the response, in the same read, parse as a next message: it is not read, and
     # the connection is not reused.
+
+    def on_message_begin(self) -> None:
+        if self.complete:
+            self._out_of_turn = True
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self.complete:
-            self._out_of_turn = True
             return
-        self.headers.append((name, value))
+        if not self._headers_done:
+            self.headers.append((name, value))
+        elif name.lower() == b"content-encoding" and value.strip().lower() not in _IDENTITY:
+            self._refuse_encoding(value, "in a trailer")
+        # Any other trailer is read and dropped: trailers never change how the body is read.
 
     def on_headers_complete(self) -> None:
         if self.complete:
@@ -152,11 +198,12 @@ class _Connection(asyncio.Protocol):
         self._headers_done = True
         for name, value in self.headers:
             lowered = name.lower()
-            if lowered == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
-                encoding = value.decode("latin-1")[:40]
-                self._fail(
-                    AgentProtocolError(f"the agent sent a {encoding!r}-encoded body; only identity is read")
-                )
+            if lowered == b"content-encoding" and value.strip().lower() not in _IDENTITY:
+                self._refuse_encoding(value, "")
+                return
+            if lowered == b"transfer-encoding" and value.strip().lower() != b"chunked":
+                coding = value.decode("latin-1")[:40]
+                self._fail(AgentProtocolError(f"the agent sent the transfer coding {coding!r}; only chunked"))
                 return
             if lowered in (b"content-length", b"transfer-encoding"):
                 self._framed = True
@@ -169,11 +216,18 @@ class _Connection(asyncio.Protocol):
         if self.complete:
             return
         if 100 <= self.status < 200:  # informational (100 Continue): the real response follows
-            self._start_response()
+            self._start_response()  # its bytes stay counted: a flood of them is bounded too
             return
         self._finish()
 
     # -- used by the transport -----------------------------------------------------------------------------
+
+    def _refuse_encoding(self, value: bytes, where: str) -> None:
+        encoding = value.decode("latin-1")[:40]
+        place = f" {where}" if where else ""
+        self._fail(
+            AgentProtocolError(f"the agent sent a {encoding!r}-encoded body{place}; only identity is read")
+        )
 
     def _finish(self) -> None:
         self.complete = True
@@ -202,6 +256,7 @@ class _Connection(asyncio.Protocol):
         assert self._transport is not None
         loop = asyncio.get_running_loop()
         self._start_response()
+        self._received = 0
         self._waiter = waiter = loop.create_future()
         try:
             self._transport.write(head)
@@ -234,6 +289,15 @@ class _Connection(asyncio.Protocol):
             self._fail(httpx.ReadTimeout("no complete response within the read timeout"))
 
 
+class _ParsedResponse(httpx.Response):
+    """A response whose JSON was parsed when it was matched to its request: `json()` returns that."""
+
+    parsed: Any = None
+
+    def json(self, **kwargs: Any) -> Any:
+        return super().json(**kwargs) if kwargs else self.parsed
+
+
 class AgentTransport(httpx.AsyncBaseTransport):
     """httpx transport for the white-agent clients (module docstring)."""
 
@@ -251,7 +315,7 @@ class AgentTransport(httpx.AsyncBaseTransport):
         self._ssl_context = ssl_context
         self._check_body = check_body
         self._large_body_bytes = large_body_bytes
-        self._idle: dict[Origin, deque[_Connection]] = {}
+        self._idle: dict[PoolKey, deque[_Connection]] = {}
         self._idle_count = 0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -260,23 +324,42 @@ class AgentTransport(httpx.AsyncBaseTransport):
             raise httpx.UnsupportedProtocol(f"{url.scheme!r} is not http or https")
         origin: Origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        expectation: Expectation | None = request.extensions.get("expect")
+        key: PoolKey = (origin, None if expectation is None else expectation.affinity)
         head = _serialize_head(request)
         body = await request.aread()
-        connection = self._take_idle(origin) or await self._connect(origin, timeouts.get("connect"))
+        connection = self._take_idle(key) or await self._connect(origin, timeouts.get("connect"))
         await connection.exchange(head, body, timeouts)
-        body = b"".join(connection.body)
-        status, headers = connection.status, connection.headers
-        if connection.reusable:
-            self._keep(origin, connection)
+        try:
+            body = b"".join(connection.body)
+            status = connection.status
+            headers = [(n, v) for n, v in connection.headers if n.lower() != b"content-encoding"]
+            if self._check_body is not None:
+                self._check_body(body)
+            if len(body) > self._large_body_bytes:
+                # The reply is parsed next (~3 ms at the bounds): a loop callback of its own (the loop rule,
+                # client.py). Small bodies parse in well under a millisecond and go on at once.
+                await asyncio.sleep(0)
+            parsed = expectation.check(status, body) if expectation is not None else None
+        except BaseException:
+            connection.close()
+            raise
+        if connection.reusable and 200 <= status < 300:
+            self._keep(key, connection)
         else:
             connection.close()
-        if self._check_body is not None:
-            self._check_body(body)
-        if len(body) > self._large_body_bytes:
-            # The SDK parses the body as this returns (~3 ms at the bounds): a loop callback of its own (the
-            # loop rule, client.py). Small bodies parse in well under a millisecond and go on at once.
-            await asyncio.sleep(0)
-        return httpx.Response(status, headers=headers, content=body, request=request)
+        if parsed is None:
+            return httpx.Response(status, headers=headers, content=body, request=request)
+        response = _ParsedResponse(status, headers=headers, content=body, request=request)
+        response.parsed = parsed
+        return response
+
+    def forget(self, affinity: Hashable) -> None:
+        """Close the idle connections of `affinity` (its trial is over: nothing else may use them)."""
+        for key in [k for k in self._idle if k[1] == affinity]:
+            for connection in self._idle.pop(key):
+                self._idle_count -= 1
+                connection.close()
 
     async def aclose(self) -> None:
         for connections in self._idle.values():
@@ -285,30 +368,43 @@ class AgentTransport(httpx.AsyncBaseTransport):
         self._idle.clear()
         self._idle_count = 0
 
-    def _take_idle(self, origin: Origin) -> _Connection | None:
-        connections = self._idle.get(origin)
-        now = time.monotonic()
+    def _take_idle(self, key: PoolKey) -> _Connection | None:
+        connections = self._idle.get(key)
         while connections:
             connection = connections.pop()  # the most recently used: the least likely to be closed by now
             self._idle_count -= 1
             if not connections:
-                del self._idle[origin]
-            if not connection.closed and now - connection.idle_since <= self._limits.keepalive_s:
+                del self._idle[key]
+            if connection.idle_timer is not None:
+                connection.idle_timer.cancel()
+                connection.idle_timer = None
+            if not connection.closed:
                 return connection
-            connection.close()
         return None
 
-    def _keep(self, origin: Origin, connection: _Connection) -> None:
-        connection.idle_since = time.monotonic()
-        self._idle.setdefault(origin, deque()).append(connection)
+    def _keep(self, key: PoolKey, connection: _Connection) -> None:
+        loop = asyncio.get_running_loop()
+        connection.idle_since = loop.time()
+        connection.idle_timer = loop.call_later(self._limits.keepalive_s, self._expire, key, connection)
+        self._idle.setdefault(key, deque()).append(connection)
         self._idle_count += 1
         while self._idle_count > self._limits.max_idle:  # drop the oldest idle connection
-            oldest_origin = min(self._idle, key=lambda o: self._idle[o][0].idle_since)
-            oldest = self._idle[oldest_origin].popleft()
-            if not self._idle[oldest_origin]:
-                del self._idle[oldest_origin]
+            oldest_key = min(self._idle, key=lambda k: self._idle[k][0].idle_since)
+            self._drop(oldest_key, self._idle[oldest_key][0])
+
+    def _expire(self, key: PoolKey, connection: _Connection) -> None:
+        """Its keep-alive time is over: closed now, whether or not another request comes."""
+        connection.idle_timer = None
+        self._drop(key, connection)
+
+    def _drop(self, key: PoolKey, connection: _Connection) -> None:
+        connections = self._idle.get(key)
+        if connections is not None and connection in connections:
+            connections.remove(connection)
             self._idle_count -= 1
-            oldest.close()
+            if not connections:
+                del self._idle[key]
+        connection.close()
 
     async def _connect(self, origin: Origin, timeout: float | None) -> _Connection:  # noqa: ASYNC109
         scheme, host, port = origin
@@ -352,13 +448,20 @@ class DirectClient(httpx.AsyncClient):
     """An httpx client that hands each request straight to its transport (the A2A SDK wants an httpx
     client). It keeps no cookies (an agent's cookie must not follow into another assessment sharing this
     client), follows no redirects and runs no authentication flow or event hooks: what the SDK's requests
-    need, at a fraction of the CPU of `httpx.AsyncClient.send`."""
+    need, at a fraction of the CPU of `httpx.AsyncClient.send`. `matcher` says what each request's reply must
+    match (matching.py); the transport checks it before the connection is reused."""
 
     def __init__(
-        self, transport: AgentTransport, *, timeout: httpx.Timeout | float, parsed_urls: int = 128
+        self,
+        transport: AgentTransport,
+        *,
+        timeout: httpx.Timeout | float,
+        parsed_urls: int = 128,
+        matcher: Matcher | None = None,
     ) -> None:
         super().__init__(transport=transport, timeout=timeout, trust_env=False)
         self._direct = transport
+        self._matcher = matcher
         # The agent's endpoint URL repeats on every message: kept parsed, at most `parsed_urls` of them
         # (least recently used out first).
         self._parsed = functools.lru_cache(maxsize=parsed_urls)(_absolute_url)
@@ -391,9 +494,11 @@ class DirectClient(httpx.AsyncClient):
         extensions: Any = None,
     ) -> httpx.Request:
         """The SDK's requests (an absolute URL, headers, a JSON body or none) without re-parsing the agent's
-        URL every time; anything else takes httpx's general path."""
+        URL every time; anything else takes httpx's general path. Either way the request carries what its
+        reply must match (`extensions["expect"]`)."""
+        expectation = self._matcher(json) if self._matcher is not None else None
         if any(v is not None for v in (data, files, params, cookies, extensions)):
-            return super().build_request(
+            request = super().build_request(
                 method,
                 url,
                 content=content,
@@ -406,17 +511,23 @@ class DirectClient(httpx.AsyncClient):
                 timeout=timeout,
                 extensions=extensions,
             )
+            if expectation is not None:
+                request.extensions["expect"] = expectation
+            return request
         merged = self.headers.copy()
         if headers is not None:
             merged.update(headers)
         timeouts = self.timeout if timeout is httpx.USE_CLIENT_DEFAULT else httpx.Timeout(timeout)
+        tags: dict[str, Any] = {"timeout": timeouts.as_dict()}
+        if expectation is not None:
+            tags["expect"] = expectation
         return httpx.Request(
             method,
             self._parsed(url) if isinstance(url, str) else url,
             content=content,
             json=json,
             headers=merged,
-            extensions={"timeout": timeouts.as_dict()},
+            extensions=tags,
         )
 
 

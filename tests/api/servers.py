@@ -22,8 +22,8 @@ from a2a.client import Client
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageConfiguration, SendMessageRequest, Task
 from fastapi import FastAPI
 
-from api.app import create_app
 from api.settings import Settings
+from api.web.app import create_app
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GREEN_AGENT_BIN = Path(sys.executable).parent / "green-agent"

@@ -117,9 +117,10 @@ def test_every_engine_setting_is_exposed(monkeypatch: pytest.MonkeyPatch, retail
     monkeypatch.setenv("GREEN_AGENT_MAX_TOOL_CALLS", "4")
     monkeypatch.setenv("GREEN_AGENT_TRIAL_RETRIES", "0")
     monkeypatch.setenv("GREEN_AGENT_MAX_AGENT_TEXT_BYTES_PER_TRIAL", "65536")
+    monkeypatch.setenv("GREEN_AGENT_JUDGE_SKIP_WHEN_FAILED", "true")
     engine = Settings(_env_file=None).engine_settings()
     assert engine.limits.max_tool_calls == 4 and engine.trial_retries == 0
     assert engine.limits.max_agent_text_bytes_per_trial == 65536
     assert engine.scripted_user_delay_s == 0.2 and engine.conversations_per_client == 4
     assert (engine.max_concurrent_trials, engine.max_concurrent_per_agent) == (256, 128)
-    assert engine.normalize_ids is True
+    assert engine.normalize_ids is True and engine.judge_skip_when_failed is True

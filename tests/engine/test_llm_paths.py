@@ -120,17 +120,29 @@ async def test_failing_judge_makes_an_infrastructure_error_that_is_excluded(data
     assert report.trials_scored == 1 and report.avg_reward == 1.0
 
 
-async def test_judge_is_not_called_after_an_unclean_exit(data: RetailData) -> None:
+async def test_an_unclean_exit_is_judged_too_and_stays_at_zero(data: RetailData) -> None:
+    """Upstream runs no check after an unclean exit; we ask the judge all the same, so that whether a trial
+    can be left out for a judge outage never depends on how it ended. Its reward is 0 whatever the verdicts.
+    With `judge_skip_when_failed` the call is saved."""
+    config_tasks = TaskSelection(task_ids=["2"])
     async with (
         serve_fake_llm(judge_replies) as judge,
         serve_reference_agent("garbage", data=data) as url,
     ):
         settings = {"judge": LLMEndpoint(model="fake-judge", base_url=judge.base_url)}
-        config = AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["2"]))
+        config = AssessmentConfig(agent_url=url, tasks=config_tasks)
         _, events = await run(data, config, **settings)
-    assert judge.requests == []
-    (result,) = events.results
-    assert result.termination_reason == "agent_error" and result.reward == 0.0
+        assert len(judge.requests) == 1
+        (result,) = events.results
+        assert result.termination_reason == "agent_error" and result.reward == 0.0
+        assert result.nl_status == "judged" and result.nl_verdicts
+
+        _, skipping = await run(data, config, **settings, judge_skip_when_failed=True)
+        assert len(judge.requests) == 1  # not asked again
+    (skipped,) = skipping.results
+    assert skipped.reward == 0.0 and skipped.nl_status == "skipped" and skipped.judge_input is None
+    nl = next(s for s in skipped.signals if s.name == "NL_ASSERTION")
+    assert nl.passed is None and "judge_skip_when_failed" in nl.detail
 
 
 def customer(body: dict[str, Any]) -> FakeReply:

@@ -105,20 +105,58 @@ async def test_the_judge_refusing_the_agents_text_is_the_agents(data: RetailData
     assert report.excluded["infrastructure_error"] == 0 and report.trials_scored == 1
 
 
-async def test_a_trial_already_at_zero_is_never_judged_nor_excluded_for_the_judge(data: RetailData) -> None:
-    """Both tasks need the judge and the judge is down. Task 2's DB check fails (the agent gave up): reward 0
-    without asking the judge. Task 24's DB check passes: only there is the judge asked, and its failure
-    (ours) excludes the trial."""
-    asked: list[str] = []
+async def test_the_judge_refusing_the_agents_text_is_the_agents_at_reward_zero_too(data: RetailData) -> None:
+    """The judge is now asked on a trial whose DB check failed (task 2: the agent provokes, then gives up):
+    its provoked refusal is still the agent's, a 0 that counts, never an exclusion."""
+    judge = failing_on_marker(FAILURES["content_policy"], passing_judge)
+    report, events = await assess(data, {"2": [PROVOKE, CLOSING]}, ["2"], judge=judge, user_context=None)
+    (result,) = events.results
+    assert result.termination_reason == "agent_error" and result.reward == 0.0
+    assert result.nl_status == "judge_failed"
+    assert (result.error or "").startswith("provoked_llm_failure:content_policy: the judge LLM failed")
+    assert report.complete and report.trials_scored == 1 and report.excluded["infrastructure_error"] == 0
 
-    def down(body: dict[str, Any]) -> FakeReply:
+
+def _down(asked: list[str]) -> Responder:
+    def reply(body: dict[str, Any]) -> FakeReply:
         asked.append(body["messages"][1]["content"])
         return FakeReply(status=503)
 
-    report, events = await assess(data, {"2": [], "24": []}, ["2", "24"], judge=down, user_context=None)
+    return reply
+
+
+async def test_a_judge_outage_leaves_out_trials_whatever_their_db(data: RetailData) -> None:
+    """Both tasks need the judge and it is down (ours). Task 2's DB check fails (the agent gave up), task
+    24's passes: the judge is asked on both, and both are left out. Before, task 2 was kept as a 0 and only
+    the DB match was excluded: failures kept, passes dropped."""
+    asked: list[str] = []
+    report, events = await assess(
+        data, {"2": [], "24": []}, ["2", "24"], judge=_down(asked), user_context=None
+    )
+    results = events.by_task()
+    for task in ("2", "24"):
+        assert results[task].termination_reason == "infrastructure_error" and results[task].reward is None
+        assert results[task].nl_status == "judge_failed"
+    assert len(asked) == 8  # (a call and its retry) x (the trial and its rerun) x 2 tasks
+    assert report.excluded["infrastructure_error"] == 2 and report.trials_scored == 0
+
+
+async def test_skipping_the_judge_on_failed_trials_saves_the_call(data: RetailData) -> None:
+    """With `judge_skip_when_failed` the judge is asked only where its verdicts can change the reward:
+    task 2 (DB failed) is scored 0 without it; task 24's outage excludes that trial alone (its task has no
+    skipped trial)."""
+    asked: list[str] = []
+    report, events = await assess(
+        data,
+        {"2": [], "24": []},
+        ["2", "24"],
+        judge=_down(asked),
+        user_context=None,
+        judge_skip_when_failed=True,
+    )
     results = events.by_task()
     assert results["2"].reward == 0.0 and results["2"].termination_reason == "user_stop"
-    assert results["2"].nl_status == "not_judged" and results["2"].judge_input is None
+    assert results["2"].nl_status == "skipped" and results["2"].judge_input is None
     nl = next(s for s in results["2"].signals if s.name == "NL_ASSERTION")
     assert nl.passed is None and "reward is 0 whatever" in nl.detail
     assert results["24"].termination_reason == "infrastructure_error" and results["24"].reward is None

@@ -283,3 +283,31 @@ def test_submission_is_standard_only_with_tau2s_guidelines_all_tasks_and_a_compl
     with pytest.raises(SubmissionRefused, match="only 400 of 456 trials"):
         _build(_report(trials_total=400))
     json.dumps(standard.document)  # JSON-ready as it is
+
+
+def test_a_refused_submission_names_a_judge_only_when_none_was_configured() -> None:
+    judged = RunInfo(
+        user_model_name="gpt",
+        user_model="gpt-5.2",
+        user_guidelines_sha256=UPSTREAM_GUIDELINES_SHA256,
+        judge_model="gpt-4.1",
+    )
+    with pytest.raises(SubmissionRefused) as with_judge:
+        _build(_report(excluded={"infrastructure_error": 3, "not_judged": 0}, run_info=judged))
+    assert "configure a judge" not in str(with_judge.value)
+    assert "3 infrastructure_error" in str(with_judge.value) and "LLM endpoints" in str(with_judge.value)
+    with pytest.raises(SubmissionRefused, match="configure a judge") as without_judge:
+        _build(_report(excluded={"infrastructure_error": 0, "not_judged": 40}))
+    assert "LLM endpoints" not in str(without_judge.value)
+
+
+def test_submission_notes_are_separate_sentences() -> None:
+    """Before, the notices ran together: "...(custom submission) the customer was the scripted user..."."""
+    scripted = RunInfo(user_model_name="scripted", user_model=None, user_guidelines_sha256=None)
+    submission = _build(_report(num_tasks=30, num_trials=2, trials_total=60, run_info=scripted))
+    notes = submission.document["methodology"]["notes"]
+    assert len(submission.notices) == 4
+    for notice in submission.notices:
+        assert (notice[:1].upper() + notice[1:] + ".") in notes
+    assert "(custom submission). The customer was the scripted user" in notes
+    assert ") the" not in notes and ".." not in notes

@@ -114,3 +114,32 @@ async def test_a_partial_assessment_with_our_failures_and_the_agents_exports_the
     # task 5's first trial (our customer down) is left out; its second is there
     assert [s["trial"] for s in document["simulations"] if s["task_id"] == "5"] == [1]
     assert len(document["simulations"]) == 9
+
+
+@pytest.mark.parametrize("skip", [False, True])
+async def test_the_nl_component_is_exported_only_where_the_judge_gave_a_verdict(
+    data: RetailData, skip: bool
+) -> None:
+    """Task 2 given up (DB failed), 24 solved, 0 has no assertions. By default the judge is asked on task 2
+    too and its verdict is in `reward_breakdown`, as upstream writes it; skipping the judge there leaves
+    NL_ASSERTION out of the breakdown rather than writing a 1.0 nobody gave (the `all()` of no verdicts)."""
+    agent = HostileAgent(data, {"2": []})
+    async with serve_fake_llm(passing_judge) as judge_llm, serve_app(agent.app) as url:
+        settings = {
+            "judge": LLMEndpoint(model="fake-judge", base_url=judge_llm.base_url),
+            "judge_skip_when_failed": skip,
+        }
+        config = AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["0", "2", "24"]))
+        report, events = await run(data, config, **settings)
+    assert report.complete and report.task_rewards == {"0": 1.0, "2": 0.0, "24": 1.0}
+    document = export(data, config, report, events.results)
+    assert_same_numbers(document, report)
+    info = {s["task_id"]: s["reward_info"] for s in document["simulations"]}
+    assert info["0"]["reward_breakdown"] == {"DB": 1.0, "NL_ASSERTION": 1.0}
+    assert info["24"]["reward_breakdown"] == {"DB": 1.0, "NL_ASSERTION": 1.0}
+    if skip:
+        assert info["2"]["reward_breakdown"] == {"DB": 0.0}
+        assert info["2"]["nl_assertions"] is None
+    else:  # the (fake) judge said the assertion was met: a real verdict on a trial the DB check failed
+        assert info["2"]["reward_breakdown"] == {"DB": 0.0, "NL_ASSERTION": 1.0}
+        assert [a["met"] for a in info["2"]["nl_assertions"]] == [True]

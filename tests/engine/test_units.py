@@ -18,9 +18,10 @@ from green_agent import (
     TrialResult,
 )
 from green_agent.judge import NO_VERDICT, normalize_verdicts, render_transcript
-from green_agent.metrics import compute_report, pass_hat_k
+from green_agent.metrics import compute_report, counted_trials, tasks_not_fully_solved
 from green_agent.models import ToolCallRecord, TranscriptMessage
 from green_agent.seeds import trial_seeds
+from green_agent.uncertainty import TaskScore, pass_hat_k_estimates
 from green_agent.user_simulator import is_user_stop
 from green_agent.white_agent.reply_parsing import parse_text_reply
 
@@ -169,7 +170,8 @@ def _trial(
 
 def test_pass_hat_k_formula() -> None:
     # task a: 3 of 4 succeed; task b: 1 of 4.  pass^2 = (C(3,2)/C(4,2) + C(1,2)/C(4,2)) / 2 = (3/6 + 0) / 2
-    result = pass_hat_k({"a": [True, True, True, False], "b": [True, False, False, False]})
+    scores = {"a": TaskScore((1.0, 1.0, 1.0, 0.0)), "b": TaskScore((1.0, 0.0, 0.0, 0.0))}
+    result = {k: e.value for k, e in pass_hat_k_estimates(scores).items()}
     assert result == pytest.approx({1: 0.5, 2: 0.25, 3: 0.125, 4: 0.0})
 
 
@@ -199,6 +201,49 @@ def test_report_excludes_infrastructure_and_not_judged() -> None:
         "1 trial excluded after infrastructure errors (user-simulator or judge LLM failed); "
         "2 trials not judged (no NL-assertion judge configured)"
     )
+
+
+def test_a_task_whose_judge_failed_while_another_trial_skipped_it_is_left_out_whole() -> None:
+    """With judge_skip_when_failed, which trials the judge is asked on follows their DB check: keeping the
+    rest of a task whose judge failed would keep its failures and drop its would-be passes."""
+    config = AssessmentConfig(agent_url="http://agent", trials=3)
+    infra = {"reason": "infrastructure_error", "nl_status": "judge_failed"}
+    trials = [
+        _trial("a", 0, 0.0, nl_status="skipped"),
+        _trial("a", 1, None, **infra),
+        _trial("a", 2, 1.0, nl_status="judged"),
+        # every trial was asked: only the one the judge failed on is out
+        _trial("b", 0, None, **infra),
+        _trial("b", 1, 1.0, nl_status="judged"),
+        _trial("b", 2, 1.0, nl_status="judged"),
+        # skipped and judged, no failure: all count
+        _trial("c", 0, 0.0, nl_status="skipped"),
+        _trial("c", 1, 1.0, nl_status="judged"),
+        _trial("c", 2, 1.0, nl_status="judged"),
+    ]
+    report = compute_report(config, trials)
+    assert report.trials_scored == 5 and report.task_rewards == {"b": 1.0, "c": pytest.approx(2 / 3)}
+    assert report.excluded == {"infrastructure_error": 2, "not_judged": 0, "task_not_judged": 2}
+    assert report.partial_reasons == {"infrastructure_error": 2, "task_not_judged": 2}
+    assert "2 trials left out with the rest of their task" in report.partial_summary()
+    assert report.stats is not None and report.stats.n_tasks == 2
+    assert [t.key for t in counted_trials(trials)] == [t.key for t in trials[4:]]
+
+
+def test_the_tasks_to_run_again_are_those_not_solved_in_every_planned_trial() -> None:
+    trials = [
+        _trial("a", 0, 1.0),
+        _trial("a", 1, 1.0),  # solved twice: not again
+        _trial("b", 0, 1.0),
+        _trial("b", 1, 0.0),  # flaky
+        _trial("c", 0, 1.0),
+        _trial("c", 1, None, reason="infrastructure_error"),  # excluded: not known to be solved
+        _trial("d", 0, 1.0),  # its second trial never ran
+        _trial("e", 0, 0.0, nl_status="skipped"),
+        _trial("e", 1, None, reason="infrastructure_error", nl_status="judge_failed"),
+    ]
+    assert tasks_not_fully_solved(["f", "e", "d", "c", "b", "a"], trials, 2) == ["f", "e", "d", "c", "b"]
+    assert tasks_not_fully_solved(["a", "d"], trials, 1) == []
 
 
 def _signals(**passed: bool | None) -> list[Signal]:

@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from api.cli import main
-from api.cli_local_llm import demo_settings, judged_short_tasks
+from api.cli.local_llm import demo_settings, judged_short_tasks
 from api.settings import Settings
 from green_agent import local_llm
 from green_agent.local_llm import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import hashlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -15,7 +16,9 @@ from a2a.server.events import EventQueue
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from green_agent.orchestrator import TRIAL_SEED_KEY
 from green_agent.reference_agents import agent_card, build_agent_app, serve_app
+from green_agent.reference_agents.oracle import _TASK_NAMED, OracleExecutor, _Session
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
 from retail_domain import WRITE_TOOLS, RetailData
 
@@ -156,3 +159,28 @@ class SloppyExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         return None
+
+
+class FlakyOracle(OracleExecutor):
+    """The oracle, except that in a fixed share of trials it does nothing and closes (its DB check fails).
+
+    Which trials fail is a pure function of (`salt`, task, trial seed), so a test can compute the expected
+    numbers from `fails` alone; two salts are two runs of one flaky agent."""
+
+    def __init__(self, data: RetailData, *, failure_rate: float, salt: str) -> None:
+        super().__init__(data)
+        self.failure_rate = failure_rate
+        self.salt = salt
+
+    def fails(self, task_id: str, seed: int) -> bool:
+        digest = hashlib.sha256(f"{self.salt}/{task_id}/{seed}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.failure_rate
+
+    def _session(self, context_id: str, incoming: Incoming) -> _Session | None:
+        new = context_id not in self._sessions
+        session = super()._session(context_id, incoming)
+        named = _TASK_NAMED.search(incoming.text)
+        seed = int(incoming.metadata.get(TRIAL_SEED_KEY, -1))  # JSON-over-protobuf makes it a float
+        if new and session is not None and named is not None and self.fails(named.group(1), seed):
+            session.actions = ()
+        return session

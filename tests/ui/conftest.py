@@ -32,8 +32,8 @@ HOSTILE_REASON = '<img src="x" onerror="window.__pwned = \'judge\'">the agent ne
 
 def judge(body: dict[str, Any]) -> FakeReply:
     """The NL judge of the UI's service: passes task 2, fails task 3 (with a hostile reason), and is down
-    (HTTP 503, so the trial is an excluded infrastructure error) whenever it judges the failing agent: only
-    on task 2, where that agent's DB check passes (task 3's fails, which scores 0 without the judge)."""
+    (HTTP 503, so the trial is an excluded infrastructure error) whenever it judges the failing agent: on
+    tasks 2 and 3 alike, whatever their DB check said (task 3's failed: it is left out all the same)."""
     conversation = json.dumps(body["messages"])
     if "__pwned" in conversation:
         return FakeReply(status=503)

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from api.auth import UI_SESSION_COOKIE
 from api.db.engine import create_engine
 from api.db.keys import KeyRepository
+from api.security.auth import UI_SESSION_COOKIE
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData
 from tests.api.servers import serve_green

@@ -31,7 +31,12 @@ async def test_list_to_assessment_to_trial(tab: Tab, service: Service) -> None:
     await page.locator(f'tr[data-assessment="{service.oracle_id}"] a').first.click()
     await expect(page).to_have_url(re.compile(f"/ui/assessments/{service.oracle_id}$"))
     await expect(page.locator(".headline")).to_contain_text("0.750")
+    # Task rewards 1, 1, 1, 0: sd 0.5, stderr 0.25 over the 4 tasks, 1.96 x 0.25 = 0.490.
+    await expect(page.locator("#avg-reward .big")).to_have_text("0.750 ± 0.490")
+    await expect(page.locator("#error-bars")).to_contain_text("95% interval over the 4 tasks scored")
+    await expect(page.locator("#error-bars")).to_contain_text("differ by 0.990")  # 2.8 x sqrt(2) x 0.25
     await expect(page.locator("svg.chart rect")).to_have_count(TRIALS)  # pass^1, pass^2
+    await expect(page.locator("svg.chart path.whisker")).to_have_count(TRIALS)  # their 95% intervals
     grid = page.locator("#trial-grid")
     await expect(grid.locator("a.cell")).to_have_count(len(TASKS) * TRIALS)
     # The judge fails task 3's assertion: the oracle did the right thing to the DB, but not in its words.
@@ -71,11 +76,12 @@ async def test_failed_trial_shows_db_diff_and_hostile_text_stays_text(tab: Tab, 
     policy = response.headers["content-security-policy"]
     assert "script-src 'self'" in policy and "unsafe-inline" not in policy
     grid = page.locator("#trial-grid")
-    await expect(grid.locator("a.cell.o-failed_db")).to_have_count(6)
-    await expect(grid.locator("a.cell.o-excluded")).to_have_count(2)
-    await expect(page.locator("#partial")).to_contain_text("2 trials excluded after infrastructure errors")
-    # Task 3 needs the judge (down for this agent), but its DB check failed: 0, never excluded.
-    await expect(grid.locator('.task[data-task="3"] a.cell.o-failed_db')).to_have_count(2)
+    await expect(grid.locator("a.cell.o-failed_db")).to_have_count(4)
+    await expect(grid.locator("a.cell.o-excluded")).to_have_count(4)
+    await expect(page.locator("#partial")).to_contain_text("4 trials excluded after infrastructure errors")
+    # Task 3 needs the judge (down for this agent): its DB check failed, and it is left out all the same,
+    # like task 2 whose DB check passed: which trials count never depends on whether they passed.
+    await expect(grid.locator('.task[data-task="3"] a.cell.o-excluded')).to_have_count(2)
     await expect(grid.locator('.task[data-task="2"] a.cell.o-excluded')).to_have_count(2)
     await expect(page.locator("body")).to_contain_text("final DB differs from gold")
 
@@ -113,6 +119,13 @@ async def test_compare_two_assessments(tab: Tab, service: Service) -> None:
     await expect(page.locator("#change-summary")).to_contain_text("2 got better")
     await expect(page.locator('#task-deltas tr[data-task="0"]')).to_have_class("c-better")
     await expect(page.locator('#task-deltas tr[data-task="2"]')).to_contain_text("not scored")
+    # Over the two tasks both scored (0 and 1), B solved both and A neither: a real difference, named.
+    verdict = page.locator("#verdict")
+    await expect(verdict).to_have_text("B is ahead of A by 1.000 ± 0.000 in mean reward (p < 0.001, 2 tasks)")
+    await expect(verdict).to_have_class(re.compile("real"))
+    average = page.locator('tr[data-row="average reward"] .verdict-cell')
+    await expect(average).to_contain_text("a real difference")
+    await expect(page.locator("#noise-note")).to_have_count(0)
 
     await page.goto(f"/ui/compare?id={service.oracle_id}&id={service.sloppy_id}")
     await expect(page.locator("#change-summary")).to_contain_text("2 tasks broke")

@@ -6,11 +6,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from api.db.repository import ScoredAssessment, TrialSummary
-from api.ui import views
+from api.web.ui import views
+from green_agent.config import AssessmentConfig
 from green_agent.errors import LLMRefusedConversation
 from green_agent.limits import AgentLimits, llm_failure_outcome
-from green_agent.models import AssessmentReport
+from green_agent.metrics import compute_report
+from green_agent.models import AssessmentReport, TrialResult
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -173,3 +177,58 @@ def test_bar_chart_geometry_stays_inside_the_plot() -> None:
     assert [round(b.height, 6) for b in chart.bars] == [plot / 2, plot, 0.0]
     assert all(chart.top <= b.y <= chart.height - chart.bottom for b in chart.bars)
     assert chart.bars[-1].x + chart.bars[-1].width <= chart.width
+
+
+def test_the_pass_hat_k_chart_draws_each_95_percent_interval() -> None:
+    # Tasks 3/4, 1/4, 4/4, 0/4: pass^2 0.375 with ci95 [0, 0.844140] (tests/engine/test_uncertainty.py).
+    outcomes = {"1": 3, "2": 1, "3": 4, "4": 0}
+    trials = [trial(t, k, reward=float(k < c)) for t, c in outcomes.items() for k in range(4)]
+    config = AssessmentConfig(agent_url="http://agent", trials=4)
+    full = compute_report(config, [as_result(s) for s in trials])
+    chart = views.pass_hat_k_chart(full)
+    second = chart.bars[1]
+    assert second.label == "pass^2" and second.text == "0.375 ± 0.469"
+    plot = chart.height - chart.top - chart.bottom
+    assert second.error is not None
+    assert second.error[0] == pytest.approx(chart.top + plot * (1 - 0.844140), abs=1e-3)
+    assert second.error[1] == pytest.approx(chart.top + plot)  # clipped at 0
+    assert views.estimate_text(full.stats.pass_hat_k[1] if full.stats else None) == "0.500 ± 0.447"
+    # A report without error bars draws bars alone.
+    assert all(bar.error is None for bar in views.pass_hat_k_chart(report(0.5, {1: 0.5, 2: 0.4})).bars)
+
+
+def test_the_error_bars_note_says_what_they_are_over_or_why_there_are_none() -> None:
+    config = AssessmentConfig(agent_url="http://agent", trials=2)
+    two = compute_report(config, [as_result(trial("1", 0)), as_result(trial("2", 0, reward=0.0))])
+    assert "95% interval over the 2 tasks scored" in views.error_bars_note(two)
+    one = compute_report(config, [as_result(trial("1", 0))])
+    assert views.error_bars_note(one) == (
+        "No error bars: one task was scored, and one task has no spread to measure."
+    )
+    assert "stored before they existed" in views.error_bars_note(report(0.5, {1: 0.5}))
+
+
+def test_the_compare_page_reads_b_against_a() -> None:
+    before = [trial("1", reward=0.0, db=False), trial("2"), trial("3", reward=0.0, db=False)]
+    after = [trial("1"), trial("2"), trial("3")]
+    view = views.compare_view(before, after)
+    assert view.result is not None and view.result.difference == pytest.approx(2 / 3)
+    # B - A per task: 1, 0, 1: mean 2/3, sd sqrt(1/3), stderr 1/3; ci95 0.667 +- 0.653 = [0.013, 1.320],
+    # which excludes 0; z = 2, p = 0.046.
+    assert view.result.sentence == "B is ahead of A by 0.667 +- 0.653 in mean reward (p = 0.046, 3 tasks)"
+    assert view.row(None) is view.result and view.row(1) is view.result.pass_hat_k[1] and view.row(2) is None
+    nothing = views.compare_view(before, [trial("9")])
+    assert nothing.result is None and nothing.problem is not None and "no scored task" in nothing.problem
+
+
+def as_result(summary: TrialSummary) -> TrialResult:
+    return TrialResult(
+        task_id=summary.task_id,
+        trial=summary.trial,
+        seed=1,
+        termination_reason=summary.termination_reason,
+        reward=summary.reward,
+        is_successful=summary.is_successful,
+        started_at=NOW,
+        finished_at=NOW,
+    )

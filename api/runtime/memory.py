@@ -1,0 +1,36 @@
+"""Process-wide memory settings, applied once when a process opens its runtime (before its threads start).
+
+glibc's malloc gives each thread that allocates an arena of its own, up to 8 per core, and keeps what an arena
+once held. A service process has a few threads that allocate: the event loop, one per SQLite connection
+(aiosqlite) and `asyncio.to_thread` workers. Their arenas together held ~3.5 MiB more RSS after a 114 x 4
+run than two shared arenas did, for no measurable CPU (docs/benchmarks.md, "Turn cost", Memory): most
+allocation happens under the GIL, so the threads seldom contend for an arena.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+
+logger = logging.getLogger(__name__)
+
+M_ARENA_MAX = -8
+"""mallopt's parameter number for the arena cap (glibc's malloc.h)."""
+
+
+def limit_malloc_arenas(arenas: int) -> bool:
+    """Cap glibc's malloc arenas for the rest of the process (M_ARENA_MAX, as `MALLOC_ARENA_MAX` does); True
+    when the C library took it. 0 leaves its default. Other C libraries (musl) have no such arenas: no-op.
+    Arenas created before the call stay, so call it before the process starts threads."""
+    if arenas <= 0:
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    taken = bool(mallopt(M_ARENA_MAX, arenas))
+    if not taken:
+        logger.debug("the C library refused a cap of %d malloc arenas", arenas)
+    return taken

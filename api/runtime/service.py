@@ -1,0 +1,829 @@
+"""AssessmentService: the one place where assessments are created, run, cancelled and finished.
+
+REST routes, the A2A executor and the CLI all go through it, so the two network doors lead to the same
+assessments. An assessment is split into one queue job per trial (`api.runtime.queue`); whichever worker
+process takes a job runs the trial, commits it (outside its concurrency slot, before the job is acknowledged),
+and, when it was the last one, computes the report and finishes the assessment. Trials are unique on
+(assessment, task, trial), so a job run twice (its worker died after the commit) never counts twice, and
+finishing is a conditional update, so exactly one process finishes an assessment.
+
+Cancellation: `cancel()` (a user asked) marks the assessment cancelled and stops its jobs on every worker;
+a worker that shuts down puts its running jobs back in the queue, for another worker or the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeVar
+
+from procrastinate import JobContext
+from procrastinate.exceptions import AlreadyEnqueued, JobAborted
+from procrastinate.job_context import AbortReason
+from pydantic import ValidationError
+from sqlalchemy.exc import StatementError
+
+from api.db.repository import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    QUEUED,
+    RUNNING,
+    TERMINAL,
+    AssessmentRecord,
+    AssessmentRepository,
+    NewAssessment,
+    RunnerLease,
+)
+from api.db.tables import DEFAULT_TENANT
+from api.runtime.events import (
+    STATUS_ONLY,
+    EventKinds,
+    EventSink,
+    Lagged,
+    ProgressHub,
+    StatusChanged,
+    Subscription,
+    TrialDone,
+)
+from api.runtime.logs import trial_context
+from api.runtime.metrics import TurnClock, agent_host
+from api.runtime.queue import TrialQueue, is_transient
+from api.security.quotas import QuotaPolicy
+from api.settings import default_of
+from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings
+from green_agent.engine import AssessmentRun
+from green_agent.errors import AgentNotReachedError, LLMUnavailableError
+from green_agent.metrics import compute_report, task_scores, tasks_not_fully_solved
+from green_agent.models import (
+    AssessmentReport,
+    ProgressEvent,
+    RunInfo,
+    TranscriptMessage,
+    TrialResult,
+    TurnTaken,
+)
+from green_agent.orchestrator import FirstContactFailed
+from green_agent.slots import slot_caps
+from green_agent.uncertainty import Comparison, NoSharedTasks, compare
+from green_agent.white_agent.egress import EgressPolicy
+from retail_domain import TerminationReason
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+OnEvent = Callable[[ProgressEvent], Awaitable[None]]
+
+# Waits before retrying a write that failed for a reason that may pass (a lock timeout, a dropped
+# connection, a database restarting). A trial whose storage still fails after these goes back to the queue
+# (procrastinate retries it, with growing pauses, until the database answers again); a write the database
+# refuses for good fails the assessment, with the error stored: a trial is never silently lost.
+STORE_RETRY_DELAYS_S = (0.5, 2.0, 8.0)
+# `wait` re-reads the stored status this often, in case a progress event was lost.
+WAIT_POLL_S = 1.0
+
+
+async def _with_retries(what: str, write: Callable[[], Awaitable[T]]) -> T:
+    for delay in STORE_RETRY_DELAYS_S:
+        try:
+            return await write()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            logger.warning("%s failed (%s: %s); retrying in %.1f s", what, type(exc).__name__, exc, delay)
+            await asyncio.sleep(delay)
+    return await write()
+
+
+def unstorable_stand_in(result: TrialResult, exc: Exception) -> TrialResult:
+    """What is stored for a trial the database refused for its content (a bug of ours: the engine makes
+    agent content storable): `internal_error`, reward 0, the transcript replaced by a note. It never helps
+    the agent, and the assessment goes on."""
+    note = f"[transcript not stored: the database refused it ({type(exc).__name__}); see the service log]"
+    return result.model_copy(
+        update={
+            "termination_reason": str(TerminationReason.INTERNAL_ERROR),
+            "reward": 0.0,
+            "is_successful": False,
+            "transcript": [TranscriptMessage(index=0, role="assistant", content=note)],
+            "nl_verdicts": [],
+            "judge_input": None,
+            "protocol_warnings": [],
+            "error": f"internal error: the trial could not be stored ({type(exc).__name__})",
+        }
+    )
+
+
+SCRIPTED_CUSTOMER_WARNING = (
+    "the customer is the scripted one, which only names the task id and then says ###STOP###: any real "
+    "agent will score 0. Name an LLM user model (user_model; the bundled local model or a configured "
+    "endpoint, see docs/local-llm.md) to assess an agent"
+)
+
+
+def scripted_customer_warnings(
+    config: AssessmentConfig, settings: EngineSettings, *, builtin_oracle: bool
+) -> list[str]:
+    """Warn when the scripted customer meets anything but the built-in oracle (the only agent it suits)."""
+    user_model = config.user_model or settings.default_user_model
+    if user_model != SCRIPTED_USER or builtin_oracle:
+        return []
+    return [SCRIPTED_CUSTOMER_WARNING]
+
+
+def concurrency_warnings(config: AssessmentConfig, settings: EngineSettings) -> list[str]:
+    """Say so when the operator's bounds run fewer trials at once than the assessment asks for."""
+
+    def operator_bound(limit: int, name: str, scope: str) -> tuple[int, str]:
+        return limit, f"the operator's {name} is {limit} ({scope}; env GREEN_AGENT_{name.upper()})"
+
+    _, share_cap = slot_caps(
+        settings.max_concurrent_trials, settings.tenant_slot_share, settings.assessment_slot_share
+    )
+    bounds = [
+        operator_bound(
+            settings.max_concurrent_per_agent,
+            "max_concurrent_per_agent",
+            "per white agent, shared by its assessments",
+        ),
+        operator_bound(settings.max_concurrent_trials, "max_concurrent_trials", "for the whole service"),
+        (
+            share_cap,
+            f"one assessment holds at most {share_cap} of the service's slots, so that other requesters "
+            "always run (env GREEN_AGENT_TENANT_SLOT_SHARE, GREEN_AGENT_ASSESSMENT_SLOT_SHARE)",
+        ),
+    ]
+    capping = [(limit, text) for limit, text in bounds if limit < config.concurrency]
+    if not capping:
+        return []
+    effective = min(limit for limit, _ in capping)
+    caps = "; ".join(text for _, text in capping)
+    return [f"concurrency {config.concurrency} was asked but at most {effective} trials run at once: {caps}"]
+
+
+def _config_of(record: AssessmentRecord) -> AssessmentConfig:
+    """The stored config plus the agent headers, stored apart (the config is shown, they never are)."""
+    return AssessmentConfig.model_validate({**record.config, "agent_headers": record.agent_headers})
+
+
+class AssessmentEngine(Protocol):
+    """What the service needs from `green_agent.engine.Engine`."""
+
+    settings: EngineSettings
+
+    def validate(self, config: AssessmentConfig) -> list[str]:
+        """The selected task ids; raises ConfigError saying what to change."""
+        ...
+
+    def trial_keys(self, config: AssessmentConfig) -> list[tuple[str, int]]: ...
+
+    def longest_first(self, keys: Sequence[tuple[str, int]]) -> list[tuple[str, int]]: ...
+
+    async def open_assessment(
+        self,
+        config: AssessmentConfig,
+        on_event: OnEvent | None = None,
+        *,
+        egress: EgressPolicy | None = None,
+        tenant: str = "default",
+        assessment_id: str | None = None,
+    ) -> AssessmentRun: ...
+
+    def run_info(self, config: AssessmentConfig) -> RunInfo:
+        """Which user simulator and judge an assessment of `config` uses."""
+        ...
+
+    async def check_llms(self, config: AssessmentConfig) -> None:
+        """Raises LLMUnavailableError when an LLM endpoint `config` needs does not answer."""
+        ...
+
+
+class AssessmentNotFound(LookupError):
+    def __init__(self, assessment_id: str) -> None:
+        super().__init__(f"no assessment with id {assessment_id}")
+
+
+class NotComparable(ValueError):
+    """Two assessments without a scored task in common; the message says so (REST 409)."""
+
+
+class NothingToRerun(ValueError):
+    """A rerun of what failed was asked of an assessment that is still running, or that solved every task
+    in every trial; the message says which (REST 409)."""
+
+
+RERUN_FIXED = frozenset({"tasks"})
+"""What a rerun of what failed never takes from the request: the tasks are the failed ones."""
+
+
+@dataclass
+class _Opened:
+    """An assessment opened in this process: its engine run and the clock of its running time."""
+
+    run: AssessmentRun
+    turns: TurnClock
+    trials_total: int
+    order: list[tuple[str, int]]
+    """The trials in start order (longest first), computed once per process: trial job n+1's successor is
+    `order[concurrency + n]`, where n counts the stored trials."""
+    concurrency: int
+    base_seconds: float
+    opened_at: float
+
+    def clock(self) -> float:
+        # Running time summed over processes: what earlier ones stored, plus this one's since it opened.
+        return self.base_seconds + time.monotonic() - self.opened_at
+
+
+class AssessmentService:
+    def __init__(
+        self,
+        repository: AssessmentRepository,
+        engine: AssessmentEngine,
+        queue: TrialQueue,
+        *,
+        hub: ProgressHub | None = None,
+        events: EventSink | None = None,
+        quotas: QuotaPolicy | None = None,
+        egress: EgressPolicy | None = None,
+        lease: RunnerLease | None = None,
+        take_over: bool = True,
+        open_assessments: int = default_of("open_assessments"),
+    ) -> None:
+        self.repository = repository
+        # SQLite (a queue in this process's memory): the claim this process holds on what it runs, and whether
+        # it takes over assessments nobody runs (`resume_unfinished`). None on PostgreSQL (one shared queue)
+        # and in a process without a worker (it runs nothing).
+        self.lease = lease
+        self._take_over = take_over
+        self.queue = queue
+        self.hub = hub or ProgressHub()
+        # Where progress goes: the local hub, or (PostgreSQL) the relay that reaches every process's hub.
+        self.events: EventSink = events or self.hub
+        self._engine = engine
+        self._quotas = quotas
+        # Admission (quota check, then insert) happens one request at a time in this process, so two requests
+        # cannot both fit under a limit that only one of them fits under. Several API processes on one
+        # database each check on their own: together they may admit a little more (README, Scale-out).
+        self._admission = asyncio.Lock()
+        self._egress = egress or EgressPolicy()
+        # Assessments opened in this process (agent card, user simulator, bounds), at most `open_assessments`:
+        # the least recently used goes first, and is opened again when one of its trials runs here.
+        self._opened: OrderedDict[str, asyncio.Task[_Opened]] = OrderedDict()
+        self.open_assessments = open_assessments
+        # Called with the final record whenever an assessment reaches a terminal status (A2A bookkeeping).
+        self.finish_listeners: list[Callable[[AssessmentRecord], Awaitable[None]]] = []
+        queue.register(self._run_trial_job)
+
+    # -- creating and starting ----------------------------------------------------------------------------
+
+    async def create(
+        self,
+        config: AssessmentConfig,
+        *,
+        source: str,
+        tenant: str = DEFAULT_TENANT,
+        allow_private_agents: bool = True,
+        idempotency_key: str | None = None,
+        a2a_task_id: str | None = None,
+        a2a_context_id: str | None = None,
+        notes: Sequence[str] = (),
+        start: bool = True,
+        builtin_oracle: bool = False,
+    ) -> tuple[AssessmentRecord, bool]:
+        """Validate and store a new assessment of `tenant` (or return the one this tenant's idempotency key
+        made); queue it.
+
+        Raises ConfigError when the engine or the tenant's quota refuses the config, QuotaExceeded when the
+        tenant or the service has too much unfinished work right now, IdempotencyConflict when the key was
+        used for another request. `notes` are kept with the assessment (e.g. what an A2A request asked for
+        that was mapped or ignored). `builtin_oracle`: the agent is the demo's own oracle, the one agent the
+        scripted customer suits (no warning about it)."""
+        task_ids = self._engine.validate(config)
+        refusal = self._egress_policy(allow_private_agents).url_refusal(config.agent_url)
+        if refusal is not None:
+            raise ConfigError(f"agent_url is refused: {refusal}")
+        trials_total = len(task_ids) * config.trials
+        new = NewAssessment(
+            config=config.model_dump(mode="json"),
+            agent_url=config.agent_url,
+            trials_total=trials_total,
+            source=source,
+            warnings=[
+                *notes,
+                *scripted_customer_warnings(config, self._engine.settings, builtin_oracle=builtin_oracle),
+                *concurrency_warnings(config, self._engine.settings),
+                *await self._worker_warnings(),
+            ],
+            tenant=tenant,
+            allow_private_agents=allow_private_agents,
+            idempotency_key=idempotency_key,
+            a2a_task_id=a2a_task_id,
+            a2a_context_id=a2a_context_id,
+            agent_headers=config.agent_header_values(),
+            lease=self.lease,
+        )
+        async with self._admission:
+            if idempotency_key is not None:
+                # A replayed request returns what the first one made, whatever the load is now.
+                existing = await self.repository.find_idempotent(tenant, idempotency_key, new.config)
+                if existing is not None:
+                    return existing, False
+            if self._quotas is not None:
+                self._quotas.check_config(config, trials_total, tenant)
+                self._quotas.check_load(await self.repository.load(tenant), trials_total, tenant)
+            record, created = await self.repository.create(new)
+        if created and start and not await self.start(record):
+            record = await self.repository.get(record.id) or record  # e.g. failed at once: say so now
+        return record, created
+
+    async def _worker_warnings(self) -> list[str]:
+        """Say so when no worker is alive: the assessment is queued and waits until one starts."""
+        try:
+            live = await self.queue.live_workers()
+        except Exception:  # the queue cannot say; the assessment is stored and queued all the same
+            return []
+        if live:
+            return []
+        return [
+            "no queue worker is running: the assessment waits until one starts "
+            "(`green-agent worker`, or `green-agent serve` without --no-worker)"
+        ]
+
+    async def start(self, record: AssessmentRecord) -> int:
+        """Queue the first trials of a stored, unfinished assessment (its jobs then queue the rest); return
+        how many were queued. Idempotent: what is stored or queued already is not queued again."""
+        if record.finished:
+            return 0
+        if record.status == QUEUED and not record.trials_done:
+            # Nothing ran yet: an unreachable user or judge model fails it now, in one line, rather than
+            # each trial after its retries (minutes of "0 scored" on a large assessment).
+            try:
+                await self._engine.check_llms(_config_of(record))
+            except LLMUnavailableError as exc:
+                logger.info("assessment %s failed: %s", record.id, exc)
+                await self._finish(record.id, FAILED, error=str(exc))
+                return 0
+        return await self._top_up(record, ending=None)
+
+    async def _top_up(self, record: AssessmentRecord, *, ending: tuple[str, int] | None) -> int:
+        """Queue the assessment's next trials, longest first, until `concurrency` of them are waiting or
+        running (not counting `ending`, the trial of the job that calls this and is about to end); finish
+        the assessment when nothing is left to run. One process at a time per assessment (`exclusive`)."""
+        config = _config_of(record)
+        order = self._engine.longest_first(self._engine.trial_keys(config))
+        async with self.queue.exclusive(record.id) as connection:
+            # Queued first, stored second: a trial that ends in between is then seen in one or the other.
+            queued = await self.queue.queued_trials(record.id, connection)
+            if ending is not None:
+                queued.discard(ending)
+            stored = set(await self.repository.trial_keys(record.id))
+            waiting = [key for key in order if key not in stored and key not in queued]
+            room = config.concurrency - len(queued)
+            if waiting and room > 0:
+                return await self.queue.enqueue(record.id, waiting[:room], connection)
+        if not waiting:
+            # Maybe the last trial was just stored (by this job or by one ending at the same moment).
+            await self._finish_if_done(record.id)
+        return 0
+
+    async def resume_unfinished(self) -> list[str]:
+        """Top up the queue of every unfinished assessment this process may run (`start`). On PostgreSQL (at
+        start-up and every `worker_stalled_after_s` in each worker) that is every one: it catches an
+        assessment whose jobs stopped queueing their successors (a process died between storing and queueing,
+        a job failed for good); running jobs of dead workers are the stalled-job sweep's business. On SQLite
+        each process's queue lives in its memory, so a process resumes only the assessments it runs and, when
+        it takes over work (`take_over`), those whose runner is gone (`RunnerLease`): a `run` and a `serve`
+        on one file never run each other's. Returns the ids of the assessments that got jobs."""
+        if self.queue.persistent:
+            records = await self.repository.list_unfinished()
+        elif self.lease is not None:
+            if self._take_over:
+                for runner in await self.repository.unfinished_runners() - {self.lease.runner}:
+                    if RunnerLease.gone(runner):
+                        await self.repository.release_leases(runner)
+            records = await self.repository.claim_unfinished(self.lease, take_over=self._take_over)
+        else:
+            return []  # no worker in this process: whatever it queued here would never run
+        resumed = []
+        for record in records:
+            try:
+                config = _config_of(record)
+                self._engine.validate(config)
+            except (ValueError, ConfigError) as exc:
+                # The operator's settings changed since (e.g. a user model was removed): say so, do not loop.
+                await self._finish(record.id, FAILED, error=f"cannot resume with the current settings: {exc}")
+                continue
+            if await self.start(record):
+                logger.info("queued the missing trials of unfinished assessment %s", record.id)
+                resumed.append(record.id)
+        return resumed
+
+    async def keep_leases(self, every_s: float) -> None:
+        """Renew this process's claim on the assessments it runs every `every_s` until cancelled (SQLite);
+        on the way out, release them so that another process takes them over at once."""
+        lease = self.lease
+        if lease is None:
+            return
+        try:
+            while True:
+                await asyncio.sleep(every_s)
+                try:
+                    await self.repository.renew_leases(lease)
+                except Exception as exc:  # the next round tries again; the lease outlasts a few misses
+                    logger.warning("could not renew the runner lease of %s: %s", lease.runner, exc)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.repository.release_leases(lease.runner))
+
+    # -- running one trial (a queue job, on any worker process) ------------------------------------------
+
+    def _opening(self, assessment_id: str) -> asyncio.Task[_Opened] | None:
+        """The assessment's opening in this process (done or under way), unless there is none or it failed.
+        What it holds (config, order, bounds) never changes once the assessment is stored."""
+        opening = self._opened.get(assessment_id)
+        if opening is None or (opening.done() and (opening.cancelled() or opening.exception() is not None)):
+            return None
+        self._opened.move_to_end(assessment_id)
+        return opening
+
+    def _open(self, record: AssessmentRecord) -> asyncio.Task[_Opened]:
+        """The assessment opening on this process's engine (once; concurrent jobs share the opening)."""
+        opening = self._opening(record.id)
+        if opening is None:
+            opening = asyncio.create_task(self._open_now(record), name=f"open assessment {record.id}")
+            self._opened[record.id] = opening
+            self._opened.move_to_end(record.id)
+            while len(self._opened) > self.open_assessments:
+                self._opened.popitem(last=False)
+        return opening
+
+    async def _open_now(self, record: AssessmentRecord) -> _Opened:
+        config = _config_of(record)
+        assessment_id = record.id
+        turns = TurnClock(agent_host(config.agent_url))
+
+        async def on_event(event: ProgressEvent) -> None:
+            if isinstance(event, TurnTaken):
+                turns.message(event.task_id, event.trial, event.message)
+            self.events.publish(assessment_id, event)  # type: ignore[arg-type]
+
+        await _with_retries(
+            f"marking assessment {assessment_id} running", lambda: self.repository.mark_running(assessment_id)
+        )
+        self._publish_status(assessment_id, RUNNING, record.trials_done, record.trials_total)
+        run = await self._engine.open_assessment(
+            config,
+            on_event,
+            egress=self._egress_for(record),
+            tenant=record.tenant,
+            assessment_id=assessment_id,
+        )
+        if record.trials_done:  # stored trials: the agent was reached, by this process or another
+            run.mark_reached()
+        order = self._engine.longest_first(self._engine.trial_keys(config))
+        return _Opened(
+            run,
+            turns,
+            record.trials_total,
+            order,
+            config.concurrency,
+            record.run_seconds,
+            time.monotonic(),
+        )
+
+    def _egress_for(self, record: AssessmentRecord) -> EgressPolicy:
+        """The policy an assessment runs under: the operator's rules, with private networks reachable as the
+        requester's key allowed (`allow_private_agents`, stored with the assessment)."""
+        return self._egress_policy(record.allow_private_agents)
+
+    def _egress_policy(self, allow_private_agents: bool) -> EgressPolicy:
+        return replace(self._egress, allow_private=allow_private_agents)
+
+    async def _run_trial_job(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
+        with trial_context(assessment_id, task_id, trial):
+            try:
+                await self._run_trial(context, assessment_id, task_id, trial)
+            except asyncio.CancelledError:
+                # Wherever the job was when it was stopped (its first reads included): on request (the
+                # assessment is marked cancelled already) it ends aborted, not retried; otherwise the worker
+                # is shutting down and the job goes back to the queue.
+                if context.abort_reason() == AbortReason.USER_REQUEST:
+                    raise JobAborted(f"assessment {assessment_id} was cancelled") from None
+                raise
+
+    async def _run_trial(self, context: JobContext, assessment_id: str, task_id: str, trial: int) -> None:
+        # One light read per job (status, and whether this trial is stored); the whole record only when the
+        # assessment is not opened in this process yet, or for the rare top-up below.
+        state = await self.repository.trial_job_state(assessment_id, task_id, trial)
+        if state is None or state.finished:
+            return
+        if state.stored:
+            # Stored by an earlier run of this job whose worker died before acknowledging it (and maybe before
+            # queueing the next trials).
+            record = await self.repository.get(assessment_id)
+            if record is not None and not record.finished:
+                await self._top_up(record, ending=(task_id, trial))
+            return
+        opening = self._opening(assessment_id)
+        if opening is None:
+            record = await self.repository.get(assessment_id)
+            if record is None or record.finished:
+                return
+            opening = self._open(record)
+            # Not kept for the minutes the trial lasts: a decoded copy per live trial (~2 KiB each).
+            del record
+        try:
+            opened = await asyncio.shield(opening)
+            try:
+                result = await opened.run.run_trial(task_id, trial)
+            except FirstContactFailed as failure:
+                raise await opened.run.not_reached(failure) from failure.__cause__
+        except AgentNotReachedError as exc:
+            # Not our failure (the agent is absent or the URL wrong): no traceback; the message says the fix.
+            logger.info("assessment %s failed: %s", assessment_id, exc)
+            await self._fail(assessment_id, str(exc))
+            return
+        except Exception as exc:  # a bug of ours: the assessment ends visibly rather than hanging
+            logger.exception("trial %s/%s of assessment %s crashed", task_id, trial, assessment_id)
+            await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
+            return
+        stored, done = await self._store(assessment_id, result, opened)
+        if not stored:
+            return
+        if done is None:  # another run of this trial stored it first: the full check
+            current = await self.repository.get(assessment_id)
+            if current is not None and not current.finished:
+                await self._top_up(current, ending=(task_id, trial))
+            return
+        await self._queue_successor(assessment_id, opened, done)
+
+    async def _queue_successor(self, assessment_id: str, opened: _Opened, done: int) -> None:
+        """The cheap top-up of a job that stored its trial as the `done`-th: O(1), no read, no lock.
+
+        The first `concurrency` trials of `opened.order` were queued at the start and each stored trial hands
+        out exactly one more (the count comes from the store's own transaction, so each value is seen by one
+        job only): after `done` stores, `order[:concurrency + done]` were handed out and the next is
+        `order[concurrency + done - 1]`, the same trial the full check (`_top_up`) would choose. Anything
+        lost in between (a process dying after its commit) is queued again by the periodic repair."""
+        if done >= opened.trials_total:
+            await self._finish_if_done(assessment_id)
+            return
+        position = opened.concurrency + done - 1
+        if position < len(opened.order):
+            with contextlib.suppress(AlreadyEnqueued):  # queued already (a repair got there first)
+                await self.queue.enqueue(assessment_id, [opened.order[position]])
+
+    async def _store(
+        self, assessment_id: str, result: TrialResult, opened: _Opened
+    ) -> tuple[bool, int | None]:
+        """Commit a finished trial (the job is acknowledged only after this returns) and report it. A trial
+        whose content the database refuses (a bug of ours) is stored as an `internal_error` stand-in; False
+        when even that was refused (the assessment then failed). Passing failures propagate: the job is
+        retried later, from the start. Also returns the stored-trial count this store made (None when the
+        trial was stored already)."""
+        what = f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}"
+        try:
+            try:
+                # Shielded: a job stopped meanwhile (a cancel) must not cut the write short.
+                done = await asyncio.shield(
+                    _with_retries(
+                        what,
+                        lambda: self.repository.save_trial(assessment_id, result, run_seconds=opened.clock()),
+                    )
+                )
+            except (StatementError, ValueError) as exc:
+                if is_transient(exc):
+                    raise
+                logger.exception("%s: the database refused it; storing an internal_error stand-in", what)
+                result = unstorable_stand_in(result, exc)
+                stand_in = result
+                done = await _with_retries(
+                    what,
+                    lambda: self.repository.save_trial(assessment_id, stand_in, run_seconds=opened.clock()),
+                )
+        except Exception as exc:
+            if is_transient(exc):
+                raise
+            logger.exception("%s: the database refused it for good", what)
+            await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
+            return False, None
+        if done is not None:
+            opened.turns.trial_done(result)
+            self.events.publish(
+                assessment_id,
+                TrialDone(
+                    task_id=result.task_id,
+                    trial=result.trial,
+                    termination_reason=str(result.termination_reason),
+                    reward=result.reward,
+                    is_successful=result.is_successful,
+                    trials_done=done,
+                    trials_total=opened.trials_total,
+                ),
+            )
+        return True, done
+
+    async def _finish_if_done(self, assessment_id: str) -> None:
+        """Compute the report and finish the assessment if every trial is stored (whoever gets here first;
+        the conditional update lets exactly one process finish it)."""
+        record = await self.repository.get(assessment_id)
+        if record is None or record.finished or record.trials_done < record.trials_total:
+            return
+        await self._finish(assessment_id, COMPLETED, report=await self._report(record))
+
+    async def _report(self, record: AssessmentRecord) -> AssessmentReport:
+        """The report over the stored trials, in report order; trials never run (a cancelled assessment)
+        count as `not_run`."""
+        config = _config_of(record)
+        trials = await self.repository.trial_results(record.id, transcripts=False)  # a report reads none
+        order = {key: i for i, key in enumerate(self._engine.trial_keys(config))}
+        trials.sort(key=lambda t: order.get((t.task_id, t.trial), len(order)))
+        return compute_report(
+            config,
+            trials,
+            record.run_seconds,
+            trials_planned=record.trials_total,
+            run_info=self._engine.run_info(config),
+        )
+
+    async def _fail(self, assessment_id: str, error: str) -> None:
+        await self._finish(assessment_id, FAILED, error=error)
+        try:
+            # Waiting jobs only: running ones may be failing it too, mid-write; they end on their own.
+            await self.queue.cancel(assessment_id, running=False)
+        except Exception as exc:  # its jobs then find it failed when they start, and stop
+            logger.warning("could not cancel the jobs of failed assessment %s: %s", assessment_id, exc)
+
+    async def _finish(
+        self,
+        assessment_id: str,
+        status: str,
+        *,
+        report: AssessmentReport | None = None,
+        error: str | None = None,
+    ) -> AssessmentRecord | None:
+        """Move the assessment to a terminal status; returns the record when this call did it."""
+        try:
+            record = await _with_retries(
+                f"marking assessment {assessment_id} {status}",
+                lambda: self.repository.finish(assessment_id, status, report=report, error=error),
+            )
+        except Exception:
+            # The database is gone for now: the assessment stays unfinished in storage with every trial stored
+            # so far; the next job of it (or the next start) finishes it. Say so loudly.
+            logger.exception("could not mark assessment %s %s (error: %s)", assessment_id, status, error)
+            raise
+        if record is None:
+            return None
+        self._opened.pop(assessment_id, None)
+        # Shielded: this job may be stopped meanwhile (failing an assessment stops its other jobs, some of
+        # which may be here too), and the listeners' bookkeeping (the A2A task's final state) must complete.
+        await asyncio.shield(self._announce(record))
+        return record
+
+    async def _announce(self, record: AssessmentRecord) -> None:
+        for listener in self.finish_listeners:
+            try:
+                await listener(record)
+            except Exception:
+                logger.exception("finish listener failed for assessment %s", record.id)
+        self._publish_status(record.id, record.status, record.trials_done, record.trials_total, record.error)
+
+    def _publish_status(
+        self, assessment_id: str, status: str, done: int, total: int, error: str | None = None
+    ) -> None:
+        self.events.publish(
+            assessment_id,
+            StatusChanged(
+                assessment_id=assessment_id, status=status, trials_done=done, trials_total=total, error=error
+            ),
+        )
+
+    # -- reading, waiting, cancelling ---------------------------------------------------------------------
+
+    async def get(self, assessment_id: str, *, tenant: str | None = None) -> AssessmentRecord:
+        """The assessment; AssessmentNotFound when it does not exist or (with `tenant`) is another
+        tenant's: the two are indistinguishable to the caller."""
+        record = await self.repository.get(assessment_id, tenant=tenant)
+        if record is None:
+            raise AssessmentNotFound(assessment_id)
+        return record
+
+    async def compare(self, a_id: str, b_id: str, *, tenant: str | None = None) -> Comparison:
+        """A against B, paired by task over the tasks both scored (green_agent.uncertainty). Raises
+        AssessmentNotFound (unknown, or another tenant's), NotComparable (no scored task in common)."""
+        a = await self.get(a_id, tenant=tenant)
+        b = await self.get(b_id, tenant=tenant)
+        scores_a = task_scores(await self.repository.trial_summaries(a.id))
+        scores_b = task_scores(await self.repository.trial_summaries(b.id))
+        try:
+            return compare(scores_a, scores_b, a_id=a.id, b_id=b.id)
+        except NoSharedTasks:
+            raise NotComparable(
+                f"assessments {a.id} and {b.id} have no scored task in common "
+                f"({len(scores_a)} and {len(scores_b)} tasks scored): there is nothing to compare"
+            ) from None
+
+    async def rerun_failed(
+        self,
+        source_id: str,
+        overrides: dict[str, Any] | None = None,
+        *,
+        source: str,
+        tenant: str | None = None,
+        owner: str = DEFAULT_TENANT,
+        allow_private_agents: bool = True,
+        start: bool = True,
+    ) -> tuple[AssessmentRecord, list[str]]:
+        """A new assessment of `owner` over the tasks `source_id` did not solve in every planned trial
+        (failed, flaky, excluded or never run), with its config where `overrides` says nothing; returns it
+        and those tasks. The agent headers carry over only to the same agent URL (they are its secrets).
+
+        Raises AssessmentNotFound (unknown, or not `tenant`'s), NothingToRerun (still running, or every
+        task solved), ConfigError (overrides that cannot run), and what `create` raises."""
+        record = await self.get(source_id, tenant=tenant)
+        if not record.finished:
+            raise NothingToRerun(
+                f"assessment {source_id} is {record.status}; rerun what failed once it has finished"
+            )
+        overrides = dict(overrides or {})
+        fixed = sorted(RERUN_FIXED & set(overrides))
+        if fixed:
+            raise ConfigError(f"a rerun of what failed runs the failed tasks; leave out {', '.join(fixed)}")
+        config = _config_of(record)
+        planned = self._engine.validate(config)
+        trials = await self.repository.trial_summaries(record.id)
+        tasks = tasks_not_fully_solved(planned, trials, config.trials)
+        if not tasks:
+            raise NothingToRerun(
+                f"assessment {source_id} solved all its {len(planned)} tasks in every trial; nothing to rerun"
+            )
+        same_agent = overrides.get("agent_url", config.agent_url) == config.agent_url
+        headers = config.agent_header_values() if same_agent else {}
+        merged = {
+            **config.model_dump(mode="json"),
+            "agent_headers": headers,
+            **overrides,
+            "tasks": {"task_ids": tasks},
+        }
+        try:
+            rerun = AssessmentConfig.model_validate(merged)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in error['loc']) or 'config'}: {error['msg']}"
+                for error in exc.errors(include_url=False)[:5]
+            )
+            raise ConfigError(f"the rerun's config is invalid: {problems}") from None
+        note = f"rerun of the {len(tasks)} task(s) of assessment {source_id} not solved in every trial"
+        created, _ = await self.create(
+            rerun,
+            source=source,
+            tenant=owner,
+            allow_private_agents=allow_private_agents,
+            notes=[note],
+            start=start,
+        )
+        return created, tasks
+
+    async def wait(self, assessment_id: str) -> AssessmentRecord:
+        """Wait until the assessment is finished (by any process) and return its stored state."""
+        async with self.subscribe(assessment_id, accept=STATUS_ONLY) as subscription:
+            while True:
+                record = await self.get(assessment_id)
+                if record.finished:
+                    return record
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WAIT_POLL_S):
+                        await _until_terminal(subscription)
+
+    async def cancel(self, assessment_id: str) -> AssessmentRecord:
+        """Stop an unfinished assessment and mark it cancelled; a finished one is returned unchanged.
+        The report covers the trials that did finish, so that work is not lost."""
+        record = await self.get(assessment_id)
+        if record.finished:
+            return record
+        report = await self._report(record) if record.trials_done else None
+        await self._finish(assessment_id, CANCELLED, report=report, error="cancelled on request")
+        await self.queue.cancel(assessment_id)
+        return await self.get(assessment_id)
+
+    def subscribe(
+        self,
+        assessment_id: str,
+        *,
+        queue_size: int | None = None,
+        accept: EventKinds | None = None,
+    ) -> contextlib.AbstractAsyncContextManager[Subscription]:
+        return self.hub.subscribe(assessment_id, queue_size=queue_size, accept=accept)
+
+
+async def _until_terminal(subscription: Subscription) -> None:
+    async for event in subscription:
+        if isinstance(event, Lagged) or (isinstance(event, StatusChanged) and event.status in TERMINAL):
+            return

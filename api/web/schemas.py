@@ -1,0 +1,163 @@
+"""REST request and response models (the request body is the engine's `AssessmentConfig` itself)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from api.db.repository import AssessmentRecord, TrialSummary
+from green_agent.models import AssessmentReport
+
+MAX_OFFSET = 2**31 - 1
+"""Largest offset (and trial number) a request may give: what a 32-bit integer column holds on every
+backend; larger values were a 500 on PostgreSQL."""
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such assessment, or it belongs to another tenant (the two look the same)."}
+}
+
+
+class Progress(BaseModel):
+    trials_done: int
+    trials_total: int
+
+
+class AssessmentLinks(BaseModel):
+    self: str
+    trials: str
+    events: str
+    cancel: str
+
+
+class AssessmentPublic(BaseModel):
+    """One assessment: status, progress, and the report once it is done."""
+
+    id: str
+    status: str = Field(description="queued, running, completed, failed or cancelled")
+    agent_url: str
+    source: str = Field(description="rest, a2a, cli or import (a re-scored tau2 file)")
+    tenant: str = Field(description="The tenant of the API key that started it (open mode: default).")
+    config: dict[str, Any]
+    progress: Progress
+    warnings: list[str]
+    report: AssessmentReport | None = Field(
+        description="The report once completed (cancelled: over the trials that finished)."
+    )
+    error: str | None
+    a2a_task_id: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    links: AssessmentLinks
+
+    @classmethod
+    def from_record(cls, record: AssessmentRecord) -> AssessmentPublic:
+        base = f"/assessments/{record.id}"
+        return cls(
+            id=record.id,
+            status=record.status,
+            agent_url=record.agent_url,
+            source=record.source,
+            tenant=record.tenant,
+            config=record.config,
+            progress=Progress(trials_done=record.trials_done, trials_total=record.trials_total),
+            warnings=record.warnings,
+            report=record.report,
+            error=record.error,
+            a2a_task_id=record.a2a_task_id,
+            created_at=record.created_at,
+            started_at=record.started_at,
+            finished_at=record.finished_at,
+            links=AssessmentLinks(
+                self=base, trials=f"{base}/trials", events=f"{base}/events", cancel=f"{base}/cancel"
+            ),
+        )
+
+
+class AssessmentsPage(BaseModel):
+    data: list[AssessmentPublic]
+    count: int = Field(description="Assessments matching the filters, over all pages.")
+    limit: int
+    offset: int
+
+
+class TrialSummaryPublic(BaseModel):
+    task_id: str
+    trial: int
+    termination_reason: str
+    reward: float | None = Field(description="None when the trial is excluded from the metrics.")
+    is_successful: bool | None
+    nl_status: str
+    steps: int
+    error: str | None
+    finished_at: datetime
+    link: str
+
+    @classmethod
+    def from_summary(cls, assessment_id: str, summary: TrialSummary) -> TrialSummaryPublic:
+        return cls(
+            task_id=summary.task_id,
+            trial=summary.trial,
+            termination_reason=summary.termination_reason,
+            reward=summary.reward,
+            is_successful=summary.is_successful,
+            nl_status=summary.nl_status,
+            steps=summary.steps,
+            error=summary.error,
+            finished_at=summary.finished_at,
+            link=f"/assessments/{assessment_id}/trials/{summary.task_id}/{summary.trial}",
+        )
+
+
+class TrialsPage(BaseModel):
+    data: list[TrialSummaryPublic]
+    count: int
+    limit: int
+    offset: int
+
+
+class LeaderboardResult(BaseModel):
+    """An AgentBeats results file: the participants and one Result DataPart per assessment."""
+
+    participants: dict[str, str]
+    results: list[dict[str, Any]]
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str = Field(description="ready or not_ready")
+    database: str
+    data: str
+    tasks: int | None = None
+    detail: str | None = None
+
+
+class RerunOverrides(BaseModel):
+    """What a rerun of what failed changes from the source assessment's config; every field left out keeps
+    the source's value (the tasks are always the failed ones). Validated like `AssessmentConfig`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_url: str | None = Field(
+        default=None, max_length=2048, description="Another agent (its headers are then not carried over)."
+    )
+    trials: int | None = None
+    max_steps: int | None = None
+    max_errors: int | None = None
+    concurrency: int | None = None
+    dialect: Literal["auto", "text", "structured"] | None = None
+    user_model: str | None = None
+    seed: int | None = None
+    turn_timeout_s: float | None = None
+    agent_headers: dict[str, SecretStr] | None = Field(
+        default=None, description="Replaces the source's agent headers (never shown)."
+    )
+
+    def overrides(self) -> dict[str, Any]:
+        """The fields the request gave, as `AssessmentService.rerun_failed` takes them."""
+        return self.model_dump(exclude_unset=True)

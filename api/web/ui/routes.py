@@ -1,0 +1,448 @@
+"""The web UI's pages under /ui: server-rendered Jinja2 templates over the repository and the service.
+
+Everything the white agent or a requester wrote (messages, tool arguments, errors, agent URLs) is hostile:
+templates autoescape it, no page has inline script or style, and every page carries a Content-Security-Policy
+that allows only this service's own scripts and styles, so injected markup stays inert text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+import jinja2
+from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from sse_starlette import EventSourceResponse
+
+from api.db.keys import KeyRepository
+from api.db.repository import STATUSES, AssessmentRecord, trial_summary
+from api.runtime.runtime import Runtime
+from api.runtime.service import AssessmentNotFound
+from api.security.auth import UI_LOGIN_PATH, UI_PREFIX, UI_SESSION_COOKIE, principal_for_key
+from api.web.a2a.result import result_data
+from api.web.deps import RuntimeDep
+from api.web.schemas import AssessmentPublic
+from api.web.ui import views
+from api.web.ui.access import request_principal, same_origin_form, submitted_key, visible_assessment
+from api.web.ui.live import progress_stream
+from green_agent.config import AssessmentConfig, ConfigError
+from green_agent.diagnosis import replay_trial
+from green_agent.uncertainty import format_p
+
+UI_DIR = Path(__file__).parent
+STATIC_DIR = UI_DIR / "static"
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self'",
+        "connect-src 'self'",
+        "form-action 'self'",
+        "base-uri 'none'",
+        "frame-ancestors 'none'",
+    ]
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+
+def _pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {rest:02d} s"
+
+
+_environment = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(UI_DIR / "templates"),
+    autoescape=True,  # every page: hostile text becomes text
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_environment.filters.update(
+    pretty_json=_pretty_json,
+    number=_number,
+    duration=_duration,
+    short_id=views.short_id,
+    agent_label=views.agent_label,
+    end_reason=views.end_reason,
+    tool_result=views.tool_result_view,
+    estimate=views.estimate_text,
+    interval=views.interval_text,
+    p_value=format_p,
+)
+_environment.tests.update(ended_badly=views.ended_badly)
+_environment.globals.update(OUTCOMES=views.OUTCOMES, STATUSES=STATUSES)
+templates = Jinja2Templates(env=_environment)
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+
+def _page(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request, name, context, status_code=status_code, headers=dict(SECURITY_HEADERS)
+    )
+
+
+def _task_ids(runtime: Runtime, record: AssessmentRecord) -> list[str]:
+    """The tasks the assessment selected (empty if today's settings can no longer resolve them)."""
+    try:
+        return runtime.engine.validate(AssessmentConfig.model_validate(record.config))
+    except (ValueError, ConfigError):
+        return []
+
+
+# -- pages --------------------------------------------------------------------------------------------------
+
+
+@router.get("")
+async def assessments_page(
+    request: Request,
+    runtime: RuntimeDep,
+    status_: Annotated[str | None, Query(alias="status")] = None,
+    agent: str | None = None,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+) -> HTMLResponse:
+    viewer = request_principal(request)
+    status_filter = status_ if status_ in STATUSES else None
+    agent_filter = agent or None
+    size = runtime.settings.ui_page_size
+    records, total = await runtime.repository.page(
+        tenant=viewer.tenant_filter,
+        status=status_filter,
+        agent_url=agent_filter,
+        limit=size,
+        offset=(page - 1) * size,
+    )
+    pages = max(1, -(-total // size))
+
+    def page_link(number: int) -> str:
+        query = {"status": status_filter, "agent": agent_filter, "page": number}
+        return "/ui?" + urlencode({k: v for k, v in query.items() if v is not None})
+
+    return _page(
+        request,
+        "assessments.html",
+        {
+            "viewer": viewer,
+            "records": records,
+            "total": total,
+            "page": page,
+            "pages": pages,
+            "previous": page_link(page - 1) if page > 1 else None,
+            "next": page_link(page + 1) if page < pages else None,
+            "status_filter": status_filter,
+            "agent_filter": agent_filter,
+            "agents": await runtime.repository.agent_urls(tenant=viewer.tenant_filter),
+            "live_ids": [r.id for r in records if not r.finished],
+            "complete": {r.id: r.report.complete for r in records if r.report is not None},
+        },
+    )
+
+
+@router.get("/assessments/{assessment_id}")
+async def assessment_page(request: Request, assessment_id: str, runtime: RuntimeDep) -> HTMLResponse:
+    viewer = request_principal(request)
+    record = await visible_assessment(runtime, viewer, assessment_id)
+    summaries = await runtime.repository.trial_summaries(assessment_id)
+    rows = views.grid(_task_ids(runtime, record), int(record.config.get("trials", 1)), summaries)
+    report = record.report
+    return _page(
+        request,
+        "assessment.html",
+        {
+            "viewer": viewer,
+            "record": record,
+            "report": report,
+            "complete": report.complete if report is not None else None,
+            # One bar alone says nothing the average does not: the chart needs two k or more.
+            "chart": views.pass_hat_k_chart(report)
+            if report is not None and len(report.pass_hat_k) > 1
+            else None,
+            "error_bars": views.error_bars_note(report) if report is not None else None,
+            "grid": rows,
+            "outcome_counts": views.outcome_counts(rows),
+            "failures": views.common_failures(summaries),
+            "config_json": _pretty_json(record.config),
+            "live": not record.finished,
+        },
+    )
+
+
+@router.get("/assessments/{assessment_id}/trials/{task_id}/{trial}")
+async def trial_page(
+    request: Request, assessment_id: str, task_id: str, trial: int, runtime: RuntimeDep
+) -> HTMLResponse:
+    viewer = request_principal(request)
+    record = await visible_assessment(runtime, viewer, assessment_id)
+    result = await runtime.repository.get_trial(assessment_id, task_id, trial)
+    if result is None:
+        return _page(
+            request,
+            "error.html",
+            {
+                "viewer": viewer,
+                "title": "Trial not found",
+                "message": f"Assessment {assessment_id} has no finished trial {trial} of task {task_id}.",
+            },
+            status_code=404,
+        )
+    replay = None
+    if task_id in runtime.data.tasks and result.db_expected_hash != result.db_actual_hash:
+        replay = await asyncio.to_thread(
+            replay_trial, runtime.data, result, normalize_ids=runtime.settings.normalize_ids
+        )
+    started = result.transcript[0].timestamp if result.transcript else result.started_at
+    previous = started
+    timings = []  # (seconds since the first message, seconds since the previous one)
+    for message in result.transcript:
+        timings.append(
+            ((message.timestamp - started).total_seconds(), (message.timestamp - previous).total_seconds())
+        )
+        previous = message.timestamp
+    summary = trial_summary(result)
+    return _page(
+        request,
+        "trial.html",
+        {
+            "viewer": viewer,
+            "record": record,
+            "result": result,
+            "outcome": views.outcome(summary),
+            "reasons": views.failure_reasons(summary),
+            "replay": replay,
+            "task": runtime.data.tasks.get(task_id),
+            "signals": views.signal_views(result),
+            "show_usage": views.has_usage(result.usage),
+            "messages": list(zip(result.transcript, timings, strict=True)),
+        },
+    )
+
+
+@router.get("/compare")
+async def compare_page(
+    request: Request, runtime: RuntimeDep, id: Annotated[list[str] | None, Query()] = None
+) -> HTMLResponse:
+    viewer = request_principal(request)
+    ids = [i for i in (id or []) if i]
+    recent, _ = await runtime.repository.page(
+        tenant=viewer.tenant_filter, limit=runtime.settings.ui_page_size
+    )
+    context: dict[str, Any] = {
+        "viewer": viewer,
+        "ids": ids,
+        "error": None,
+        "a": None,
+        "b": None,
+        "choices": recent,  # the newest assessments, to pick from
+    }
+    if len(ids) != 2:
+        if ids:
+            context["error"] = f"pick exactly two assessments to compare ({len(ids)} given)"
+        return _page(request, "compare.html", context)  # the form again, saying what to change
+    a = await visible_assessment(runtime, viewer, ids[0])
+    b = await visible_assessment(runtime, viewer, ids[1])
+    summaries_a = await runtime.repository.trial_summaries(a.id)
+    summaries_b = await runtime.repository.trial_summaries(b.id)
+    deltas = views.compare_tasks(summaries_a, summaries_b)
+    ks = sorted(set(a.report.pass_hat_k if a.report else {}) | set(b.report.pass_hat_k if b.report else {}))
+    listed = {record.id for record in recent}
+    context.update(
+        choices=[*recent, *(record for record in (a, b) if record.id not in listed)],
+        a=a,
+        b=b,
+        ks=ks,
+        deltas=sorted(deltas, key=views.delta_order),
+        verdict=views.compare_view(summaries_a, summaries_b),
+        changes={c: sum(1 for d in deltas if d.change == c) for c in ("better", "worse", "same")},
+    )
+    return _page(request, "compare.html", context)
+
+
+@router.get("/leaderboard")
+async def leaderboard_page(
+    request: Request,
+    runtime: RuntimeDep,
+    sort: str = "avg_reward",
+    order: str = "desc",
+    partial: bool = False,
+) -> HTMLResponse:
+    viewer = request_principal(request)
+    best, hidden = views.best_per_agent(
+        await runtime.repository.completed_scores(tenant=viewer.tenant_filter), include_partial=partial
+    )
+    reports = await runtime.repository.reports([b.id for b in best])
+    rows = views.leaderboard_rows(best, reports)
+    max_k = max((max(r.report.pass_hat_k, default=0) for r in rows), default=0)
+    columns = [*views.LEADERBOARD_COLUMNS, *(f"pass{k}" for k in range(1, max_k + 1))]
+    if sort not in columns:
+        sort = "avg_reward"
+    descending = order != "asc"
+    rows = views.sort_leaderboard(rows, sort, descending)
+
+    def sort_link(column: str) -> str:
+        flip = "asc" if column == sort and descending else "desc"
+        query: dict[str, str] = {"sort": column, "order": flip}
+        if partial:
+            query["partial"] = "true"
+        return "/ui/leaderboard?" + urlencode(query)
+
+    return _page(
+        request,
+        "leaderboard.html",
+        {
+            "viewer": viewer,
+            "rows": rows,
+            "hidden": hidden,
+            "partial": partial,
+            "ks": list(range(1, max_k + 1)),
+            "sort": sort,
+            "descending": descending,
+            "sort_links": {c: sort_link(c) for c in columns},
+            "toggle_partial": "/ui/leaderboard" + ("" if partial else "?partial=true"),
+        },
+    )
+
+
+# -- downloads and live progress --------------------------------------------------------------------------
+
+
+def _download(body: Any, filename: str) -> JSONResponse:
+    return JSONResponse(
+        body,
+        headers={
+            "Content-Disposition": f'attachment; filename="{filename}"',
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+@router.get("/assessments/{assessment_id}/report.json")
+async def report_download(request: Request, assessment_id: str, runtime: RuntimeDep) -> JSONResponse:
+    record = await visible_assessment(runtime, request_principal(request), assessment_id)
+    body = AssessmentPublic.from_record(record).model_dump(mode="json")
+    return _download(body, f"assessment-{record.id}.json")
+
+
+@router.get("/assessments/{assessment_id}/leaderboard.json")
+async def leaderboard_download(request: Request, assessment_id: str, runtime: RuntimeDep) -> JSONResponse:
+    record = await visible_assessment(runtime, request_principal(request), assessment_id)
+    if record.report is None:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"assessment {assessment_id} has no report yet")
+    body = {"participants": {"agent": record.agent_url}, "results": [result_data(record, record.report)]}
+    return _download(body, f"leaderboard-{record.id}.json")
+
+
+@router.get("/live")
+async def live_progress(
+    request: Request,
+    runtime: RuntimeDep,
+    id: Annotated[list[str], Query(min_length=1)],
+    trials: bool = False,
+) -> EventSourceResponse:
+    viewer = request_principal(request)
+    ids = list(dict.fromkeys(id))
+    if len(ids) > runtime.settings.ui_page_size:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"at most {runtime.settings.ui_page_size} assessments per stream (GREEN_AGENT_UI_PAGE_SIZE)",
+        )
+    for assessment_id in ids:
+        await visible_assessment(runtime, viewer, assessment_id)
+    stream = progress_stream(
+        runtime.service, ids, with_trials=trials, queue_events=runtime.settings.ui_live_queue_events
+    )
+    return EventSourceResponse(stream, ping=15)
+
+
+# -- signing in ---------------------------------------------------------------------------------------------
+
+
+def _safe_next(target: str | None) -> str:
+    """Only paths of this UI: never an absolute URL or a scheme-relative one (an open redirect)."""
+    if target and target.startswith("/ui") and not target.startswith("//"):
+        return target
+    return "/ui"
+
+
+async def _keys_required(runtime: Runtime) -> bool:
+    """Whether the service checks API keys (once any key was created; open mode before)."""
+    return await KeyRepository(runtime.database).any_exist()
+
+
+async def _login_form(
+    request: Request, runtime: Runtime, next: str | None, error: str | None = None, status_code: int = 200
+) -> HTMLResponse:
+    context = {
+        "viewer": None,
+        "next": _safe_next(next),
+        "error": error,
+        "keys_required": await _keys_required(runtime),
+    }
+    return _page(request, "login.html", context, status_code=status_code)
+
+
+@router.get("/login")
+async def login_page(request: Request, runtime: RuntimeDep, next: str | None = None) -> HTMLResponse:
+    return await _login_form(request, runtime, next)
+
+
+@router.post("/login")
+async def login(request: Request, runtime: RuntimeDep, next: str | None = None) -> Response:
+    if not same_origin_form(request):
+        # Login CSRF: another site posting its own key would sign this browser in as someone else.
+        return await _login_form(request, runtime, next, "Sign in from this service's own page.", 403)
+    key = await submitted_key(request)  # None: empty, or larger than any key
+    if key is not None and not await _keys_required(runtime):
+        return RedirectResponse(_safe_next(next), status_code=status.HTTP_303_SEE_OTHER)  # open mode
+    if key is None or await principal_for_key(KeyRepository(runtime.database), key) is None:
+        return await _login_form(request, runtime, next, "That key is not valid.", 401)
+    response = RedirectResponse(_safe_next(next), status_code=status.HTTP_303_SEE_OTHER)
+    response.set_cookie(
+        UI_SESSION_COOKIE,
+        key,
+        path=UI_PREFIX,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    if not same_origin_form(request):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "sign out from this service's own page")
+    response = RedirectResponse(UI_LOGIN_PATH, status_code=status.HTTP_303_SEE_OTHER)
+    response.delete_cookie(UI_SESSION_COOKIE, path=UI_PREFIX, httponly=True, samesite="strict")
+    return response
+
+
+def not_found_page(request: Request, exc: AssessmentNotFound) -> HTMLResponse:
+    return _page(
+        request, "error.html", {"viewer": None, "title": "Not found", "message": str(exc)}, status_code=404
+    )
