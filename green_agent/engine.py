@@ -37,14 +37,24 @@ from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, Eng
 from green_agent.errors import AgentEgressError, AgentError, AgentNotReachedError, LLMUnavailableError
 from green_agent.judge import Judge
 from green_agent.keyed_limits import KeyedLimits
+from green_agent.limits import message_bytes
 from green_agent.llm import ChatLLM, RetryPolicy, endpoint_limits
 from green_agent.llm_gate import PARTY, EndpointGate, EndpointStatus, GatePolicy, GateRegistry
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, RunInfo, TrialFinished, TrialResult, TrialStarted
-from green_agent.orchestrator import FirstContactFailed, TrialDeps, TrialSpec, run_trial
+from green_agent.models import (
+    AssessmentReport,
+    ConversationEnd,
+    RunInfo,
+    TrialFinished,
+    TrialResult,
+    TrialStarted,
+)
+from green_agent.orchestrator import FirstContactFailed, TrialDeps, TrialSpec, TrialState, run_trial
 from green_agent.prompts import load_prompt
+from green_agent.scoring import score, unscored
 from green_agent.seeds import trial_seeds
 from green_agent.slots import FairSlots
+from green_agent.usage import TrialUsage
 from green_agent.user_simulator import LLMUserSimulator, ScriptedUserSimulator, UserSimulator
 from green_agent.white_agent.client import ClientLimits, Conversation, WhiteAgentPool
 from green_agent.white_agent.dialect import Dialect, declares_structured
@@ -140,6 +150,19 @@ class Engine:
 
     def _gate(self, endpoint: LLMEndpoint) -> EndpointGate:
         return self.gates.gate(endpoint.model, endpoint.base_url, endpoint.api_key, endpoint_limits(endpoint))
+
+    def rejudgeable(self, trial: TrialResult) -> bool:
+        """Whether a retry judges this stored trial again rather than running it again or keeping it: it is
+        excluded (no reward) for want of a verdict (its judge failed, or none was configured), its
+        conversation finished, and a judge is configured now. A trial charged for a judge failure its text
+        provoked is scored (0) and kept."""
+        task = self.data.tasks.get(trial.task_id)
+        if self._judge is None or task is None or not task.judged or trial.reward is not None:
+            return False
+        if trial.nl_status not in ("judge_failed", "not_judged"):
+            return False
+        end = trial.conversation_end or _end_of_unjudged(trial)
+        return end is not None and end.reason != TerminationReason.INFRASTRUCTURE_ERROR
 
     def provider_status(self) -> list[EndpointStatus]:
         """How each LLM endpoint this engine has used is doing: ok, rate limited or down (since when),
@@ -302,7 +325,14 @@ class Engine:
         pending = [key for key in self.longest_first(keys) if key not in done]
         results: list[TrialResult] = []
         if not pending:
-            return compute_report(config, list(done.values()), 0.0, run_info=self.run_info(config))
+            return compute_report(
+                config,
+                list(done.values()),
+                0.0,
+                trials_planned=len(keys),
+                tasks_planned=len({task_id for task_id, _ in keys}),
+                run_info=self.run_info(config),
+            )
         assessment = await self.open_assessment(
             config, emit, egress=egress, tenant=tenant, assessment_id=assessment_id
         )
@@ -327,7 +357,14 @@ class Engine:
             raise first from group_error
 
         every = sorted([*done.values(), *results], key=lambda r: position[(r.task_id, r.trial)])
-        return compute_report(config, every, time.monotonic() - clock, run_info=self.run_info(config))
+        return compute_report(
+            config,
+            every,
+            time.monotonic() - clock,
+            trials_planned=len(keys),
+            tasks_planned=len({task_id for task_id, _ in keys}),
+            run_info=self.run_info(config),
+        )
 
     def run_info(self, config: AssessmentConfig) -> RunInfo:
         """Which user simulator and judge an assessment of `config` uses, with the prompts' fingerprints."""
@@ -481,6 +518,58 @@ class AssessmentRun:
         finally:
             PARTY.reset(party)
 
+    async def rejudge(self, stored: TrialResult) -> TrialResult | None:
+        """Judge a stored trial again, without running its conversation again (a retry, for a trial whose
+        judge failed or that was stored without a judge): the stored transcript and end, the judge configured
+        now; tokens of the customer and the agent stay as stored, the judge's are the new call's. None when
+        it cannot be judged from what is stored (its conversation did not finish, or it was stored before
+        `conversation_end` was kept and its judge failed): run it again instead."""
+        judge = self._deps.judge
+        task = self._engine.data.tasks[stored.task_id]
+        end = stored.conversation_end or _end_of_unjudged(stored)
+        if judge is None or not task.judged or end is None:
+            return None
+        if end.reason == TerminationReason.INFRASTRUCTURE_ERROR:
+            return None
+        spec = TrialSpec(
+            task=task,
+            trial=stored.trial,
+            seed=stored.seed,
+            max_steps=self.config.max_steps,
+            max_errors=self.config.max_errors,
+        )
+        state = TrialState(
+            transcript=list(stored.transcript),
+            warnings=list(stored.protocol_warnings),
+            steps=stored.steps,
+            num_errors=stored.num_errors,
+            error=end.error,
+            db_hash=stored.db_actual_hash,
+            agent_bytes=end.agent_bytes,
+        )
+        if judge.llm.gate is not None:
+            await judge.llm.gate.wait_until_up()
+        party = PARTY.set(self._party)
+        try:
+            result = await score(spec, self._deps, state, TerminationReason(end.reason), stored.started_at)
+        except Exception as exc:  # a scoring bug: as for a trial run (orchestrator.run_trial)
+            log.exception("judging trial %s/%s again met an internal error", stored.task_id, stored.trial)
+            return unscored(
+                spec, self._deps, state, stored.started_at, f"internal error while scoring: {exc}"
+            )
+        finally:
+            PARTY.reset(party)
+        kept = stored.usage or TrialUsage()
+        new_judge = result.usage.judge if result.usage is not None else None
+        return result.model_copy(
+            update={"usage": TrialUsage(user=kept.user, agent=kept.agent, judge=new_judge)}
+        )
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """The names of the LLM endpoints this assessment needs (`EndpointStatus.endpoint`)."""
+        return tuple(gate.name for gate in self._gates)
+
     def waiting_for(self) -> list[EndpointStatus]:
         """The LLM endpoints this assessment needs that are rate limiting or down right now (their
         `describe()` is what a progress display shows); empty when all answer."""
@@ -502,6 +591,24 @@ class AssessmentRun:
             f"({advertised}): {failure.__cause__}"
         )
         return AgentNotReachedError(agent_url, problem)
+
+
+def _end_of_unjudged(stored: TrialResult) -> ConversationEnd | None:
+    """The end of a trial stored before `conversation_end` was kept, when its own fields still say it: one
+    left unjudged (no judge then) kept its conversation's termination and error. What the agent put before
+    our LLMs is counted again from its transcript (its replies and the tool results it asked for; the fixed
+    greeting is ours). A failed judge overwrote them: None."""
+    if (
+        stored.nl_status != "not_judged"
+        or stored.termination_reason == TerminationReason.INFRASTRUCTURE_ERROR
+    ):
+        return None
+    agent_bytes = sum(
+        message_bytes(m.content, m.tool_calls)
+        for m in stored.transcript[1:]
+        if m.role in ("assistant", "tool")
+    )
+    return ConversationEnd(reason=stored.termination_reason, error=stored.error, agent_bytes=agent_bytes)
 
 
 def _sha256(text: str) -> str:
