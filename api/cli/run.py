@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from api.cli.exit_codes import ExitCode, exit_code
-from api.db.repository import COMPLETED, AssessmentRecord
+from api.db.repository import COMPLETED, AssessmentRecord, Attempt
 from api.runtime.events import ProviderWaiting, Subscription, TrialDone
 from api.runtime.runtime import Runtime, open_runtime
 from api.runtime.service import AssessmentNotFound, NotComparable, NothingToRerun, NothingToRetry
@@ -151,10 +151,13 @@ async def _show_progress(subscription: Subscription, progress: Progress, bar: Ta
             progress.update(bar, completed=event.trials_done, mean=mean)
 
 
-def _write_report(record: AssessmentRecord, output: Path | None) -> Path:
+def _write_report(
+    record: AssessmentRecord, output: Path | None, attempts: list[Attempt] | None = None
+) -> Path:
     path = output or Path("reports") / f"{record.id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(AssessmentPublic.from_record(record).model_dump(mode="json"), indent=2) + "\n")
+    public = AssessmentPublic.from_record(record, attempts=attempts)
+    path.write_text(json.dumps(public.model_dump(mode="json"), indent=2) + "\n")
     return path
 
 
@@ -206,7 +209,7 @@ async def _run_and_report(
         if current is None or current.uncancel() > 0:  # cancelled by something else too: honour it
             raise
         final = await runtime.service.cancel(record.id)
-    path = _write_report(final, output)
+    path = _write_report(final, output, await runtime.repository.attempts(final.id))
     if final.report is not None:
         console.print(report_table(final, final.report))
         if not final.report.complete:
