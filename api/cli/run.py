@@ -22,12 +22,18 @@ from api.cli.exit_codes import ExitCode, exit_code
 from api.db.repository import COMPLETED, AssessmentRecord, Attempt
 from api.runtime.events import ProviderWaiting, Subscription, TrialDone
 from api.runtime.runtime import Runtime, open_runtime
-from api.runtime.service import AssessmentNotFound, NotComparable, NothingToRerun, NothingToRetry
+from api.runtime.service import (
+    AssessmentNotFound,
+    NotComparable,
+    NothingToRerun,
+    NothingToRetry,
+    retry_would_help,
+)
 from api.security.quotas import QuotaExceeded
 from api.settings import Settings
 from api.web.schemas import AssessmentPublic
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection
-from green_agent.metrics import INFRASTRUCTURE_ERROR, NOT_JUDGED, NOT_RUN
+from green_agent.metrics import NOT_JUDGED
 from green_agent.models import SIGNAL_NL, AssessmentReport
 from green_agent.uncertainty import Comparison, Difference, format_p, plus_minus
 from retail_domain import RetailData
@@ -227,18 +233,6 @@ async def _run_and_report(
             f"to run what is missing in the same assessment: green-agent retry {final.id}", highlight=False
         )
     return exit_code(final.status, final.report, expected_partial=expected_partial)
-
-
-def retry_would_help(record: AssessmentRecord, *, judge_configured: bool) -> bool:
-    """Whether `green-agent retry` has something to do: trials never run (cancelled, failed midway) or
-    excluded as infrastructure errors, or left without a verdict while a judge is configured now."""
-    report = record.report
-    if report is None:
-        return record.status != COMPLETED and record.trials_done < record.trials_total
-    reasons = report.partial_reasons
-    return bool(reasons.get(INFRASTRUCTURE_ERROR) or reasons.get(NOT_RUN)) or bool(
-        judge_configured and reasons.get(NOT_JUDGED)
-    )
 
 
 async def retry_assessment(

@@ -62,7 +62,14 @@ from green_agent import llm_gate
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, EngineSettings
 from green_agent.engine import AssessmentRun
 from green_agent.errors import AgentNotReachedError, LLMUnavailableError
-from green_agent.metrics import INFRASTRUCTURE_ERROR, compute_report, task_scores, tasks_not_fully_solved
+from green_agent.metrics import (
+    INFRASTRUCTURE_ERROR,
+    NOT_JUDGED,
+    NOT_RUN,
+    compute_report,
+    task_scores,
+    tasks_not_fully_solved,
+)
 from green_agent.models import (
     AssessmentReport,
     ProgressEvent,
@@ -227,6 +234,18 @@ class NothingToRerun(ValueError):
 class NothingToRetry(ValueError):
     """A retry was asked of an assessment that is still running, or that has nothing left to do (every
     planned trial stored and scored); the message says which, in one line (REST 409)."""
+
+
+def retry_would_help(record: AssessmentRecord, *, judge_configured: bool) -> bool:
+    """Whether `green-agent retry` has something to do: trials never run (cancelled, failed midway) or
+    excluded as infrastructure errors, or left without a verdict while a judge is configured now."""
+    report = record.report
+    if report is None:
+        return record.status != COMPLETED and record.trials_done < record.trials_total
+    reasons = report.partial_reasons
+    return bool(reasons.get(INFRASTRUCTURE_ERROR) or reasons.get(NOT_RUN)) or bool(
+        judge_configured and reasons.get(NOT_JUDGED)
+    )
 
 
 def retry_reason(excluded: int, never_run: int, judge: int) -> str:

@@ -61,3 +61,24 @@ async def test_a_cancelled_run_is_continued_by_retry(slow_oracle_url: str, tmp_p
     assert code == ExitCode.FAILED and "cannot retry:" in output and "nothing left to retry" in output
     code, output = await green_agent("retry", "no-such-id", "--database-url", database_url, "--quiet")
     assert code == ExitCode.FAILED and "no assessment with id no-such-id" in output
+
+
+async def test_the_progress_bar_says_what_the_run_waits_for() -> None:
+    from rich.progress import Progress
+
+    from api.cli.run import _show_progress
+    from api.runtime.events import Lagged, ProviderWaiting, Subscription
+
+    subscription = Subscription()
+    shown = "waiting for gpt-4.1 at api.openai.com: down since 14:02:11"
+    with Progress(disable=True) as progress:
+        bar = progress.add_task("trials", total=4, mean="-", waiting="")
+        subscription.offer(ProviderWaiting(waiting_for=[shown]))
+        subscription.offer(Lagged())  # ends the subscription
+        await _show_progress(subscription, progress, bar)
+        assert progress.tasks[0].fields["waiting"] == shown
+        subscription = Subscription()
+        subscription.offer(ProviderWaiting(waiting_for=[]))
+        subscription.offer(Lagged())
+        await _show_progress(subscription, progress, bar)
+        assert progress.tasks[0].fields["waiting"] == ""
