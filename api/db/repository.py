@@ -199,6 +199,7 @@ class TrialJobState:
     status: str
     stored: bool
     judge_pending: bool = False
+    attempt: int = 1
 
     @property
     def finished(self) -> bool:
@@ -468,6 +469,7 @@ _THIS_TRIAL = (
 )
 _TRIAL_JOB_STATE = select(
     AssessmentRow.status,
+    AssessmentRow.attempt,
     exists().where(*_THIS_TRIAL).label("stored"),
     exists().where(*_THIS_TRIAL, _TRIALS.c.judge_pending).label("judge_pending"),
 ).where(AssessmentRow.id == bindparam("assessment"))
@@ -797,9 +799,9 @@ class AssessmentRepository:
             if self._engine.dialect.name == "postgresql":  # one statement, no BEGIN and ROLLBACK around it
                 await connection.execution_options(isolation_level="AUTOCOMMIT")
             row = (await connection.execute(_TRIAL_JOB_STATE, parameters)).first()
-        return (
-            TrialJobState(row.status, bool(row.stored), bool(row.judge_pending)) if row is not None else None
-        )
+        if row is None:
+            return None
+        return TrialJobState(row.status, bool(row.stored), bool(row.judge_pending), int(row.attempt))
 
     async def trial_stored(self, assessment_id: str, task_id: str, trial: int) -> bool:
         async with self._engine.connect() as connection:

@@ -279,6 +279,8 @@ class _Opened:
     concurrency: int
     base_seconds: float
     opened_at: float
+    attempt: int = 1
+    """The attempt it was opened for: a job of a later one (a retry started since) opens it again."""
     retrying: bool = False
     """A retry (attempt 2 or later): what is left is scattered over `order`, so each job tops the queue up
     with the full check (`_top_up`) rather than handing out `order[concurrency + n]`."""
@@ -547,6 +549,7 @@ class AssessmentService:
             config.concurrency,
             record.run_seconds,
             time.monotonic(),
+            attempt=record.attempt,
             retrying=record.attempt > 1,
         )
         self._tell_waiting(assessment_id, opened)  # an endpoint may be down already
@@ -586,6 +589,11 @@ class AssessmentService:
                 await self._top_up(record, ending=(task_id, trial))
             return
         opening = self._opening(assessment_id)
+        if opening is not None and opening.done() and opening.result().attempt != state.attempt:
+            # Opened here for an earlier attempt (a retry started since, in another process): its order,
+            # clock and top-up rule are that attempt's.
+            self._opened.pop(assessment_id, None)
+            opening = None
         if opening is None:
             record = await self.repository.get(assessment_id)
             if record is None or record.finished:

@@ -8,6 +8,7 @@ its answers for chosen tasks fail while a test says so (HTTP 503: ours, excluded
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -183,3 +184,35 @@ async def test_a_running_assessment_is_not_retried(database_url: str, idle_url: 
         with pytest.raises(NothingToRetry, match=r"is (queued|running); retry it once it has finished"):
             await runtime.service.retry(record.id, source="rest")
         await runtime.service.cancel(record.id)
+
+
+async def test_a_retry_reopens_what_another_worker_opened_for_the_first_attempt(
+    pg_database: str, slow_oracle_url: str
+) -> None:
+    """Two processes' runtimes (each with its worker) on one PostgreSQL: both open the assessment for its
+    first attempt; one cancels it and, 4 s later, retries it. Jobs of the retry on the other one open it
+    again, for the second attempt: its running time does not count the 4 s between the attempts."""
+    settings = green_settings(pg_database)
+    async with open_runtime(settings) as first, open_runtime(settings) as second:
+        config = AssessmentConfig(agent_url=slow_oracle_url, tasks=TaskSelection(num_tasks=12), concurrency=4)
+        record, _ = await first.service.create(config, source="rest")
+        began = asyncio.get_running_loop().time()
+        async with first.service.subscribe(record.id, accept=(TrialDone,)) as finished:
+            async for event in finished:
+                if isinstance(event, TrialDone) and event.trials_done >= 4:
+                    break
+        cancelled = await second.service.cancel(record.id)
+        first_attempt = asyncio.get_running_loop().time() - began
+        assert record.id in first.service._opened or record.id in second.service._opened
+        await asyncio.sleep(4.0)
+        began = asyncio.get_running_loop().time()
+        await second.service.retry(record.id, source="rest")
+        final = await first.service.wait(record.id)
+        second_attempt = asyncio.get_running_loop().time() - began
+    assert cancelled.status == CANCELLED and final.status == COMPLETED and final.trials_done == 12
+    assert final.report is not None
+    assert final.report.time_used_s < first_attempt + second_attempt + 1.0, (
+        final.report.time_used_s,
+        first_attempt,
+        second_attempt,
+    )
