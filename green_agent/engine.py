@@ -169,15 +169,20 @@ class Engine:
         requests waiting and in flight, the adaptive limits (for progress displays and /metrics)."""
         return self.gates.statuses()
 
-    def _gates_for(self, config: AssessmentConfig) -> tuple[EndpointGate, ...]:
-        """The gates of the endpoints an assessment of `config` needs (its customer's, the judge's)."""
+    def _endpoints_for(self, config: AssessmentConfig) -> list[LLMEndpoint]:
+        """The LLM endpoints an assessment of `config` needs: its user model (unless scripted), the judge."""
         endpoints = []
         name = self._user_model_name(config)
         if name != SCRIPTED_USER:
             endpoints.append(self.settings.user_models[name])
         if self.settings.judge is not None:
             endpoints.append(self.settings.judge)
-        return tuple({id(g): g for g in (self._gate(e) for e in endpoints)}.values())
+        return endpoints
+
+    def _gates_for(self, config: AssessmentConfig) -> tuple[EndpointGate, ...]:
+        """The gates of the endpoints an assessment of `config` needs (one each)."""
+        gates = (self._gate(endpoint) for endpoint in self._endpoints_for(config))
+        return tuple({id(gate): gate for gate in gates}.values())
 
     # -- configuration -------------------------------------------------------------------------------------
 
@@ -237,12 +242,7 @@ class Engine:
     async def check_llms(self, config: AssessmentConfig) -> None:
         """Check once that the LLM endpoints `config` needs (its user model, the judge) answer and take their
         keys; raise LLMUnavailableError saying which does not and what to do."""
-        endpoints = []
-        name = self._user_model_name(config)
-        if name != SCRIPTED_USER:
-            endpoints.append(self.settings.user_models[name])
-        if self.settings.judge is not None:
-            endpoints.append(self.settings.judge)
+        endpoints = self._endpoints_for(config)
         checked = {(e.base_url, e.api_key): e for e in endpoints}.values()  # one check per endpoint and key
         results = await asyncio.gather(
             *(self._llm(e).check(self.settings.llm_check_timeout_s) for e in checked)

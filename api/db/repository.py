@@ -475,6 +475,16 @@ _TRIAL_JOB_STATE = select(
 ).where(AssessmentRow.id == bindparam("assessment"))
 
 
+def _one_trial(assessment_id: str, key: tuple[str, int]) -> tuple[ColumnElement[bool], ...]:
+    """The WHERE clause of one trial of an assessment, by (task id, trial)."""
+    task_id, trial = key
+    return (
+        _TRIALS.c.assessment_id == assessment_id,
+        _TRIALS.c.task_id == task_id,
+        _TRIALS.c.trial == trial,
+    )
+
+
 class AssessmentRepository:
     """Owns the queries and transactions over assessments, trials, transcripts and verdicts."""
 
@@ -890,26 +900,14 @@ class AssessmentRepository:
             attempt = moved.scalar_one_or_none()
             if attempt is None:
                 return None
-            for task_id, trial in plan.run:
-                await session.execute(
-                    _TRIALS.delete().where(
-                        _TRIALS.c.assessment_id == assessment_id,
-                        _TRIALS.c.task_id == task_id,
-                        _TRIALS.c.trial == trial,
-                    )
-                )
+            for key in plan.run:
+                await session.execute(_TRIALS.delete().where(*_one_trial(assessment_id, key)))
             await session.execute(
                 update(_TRIALS).where(_TRIALS.c.assessment_id == assessment_id).values(judge_pending=False)
             )
-            for task_id, trial in plan.judge:
+            for key in plan.judge:
                 await session.execute(
-                    update(_TRIALS)
-                    .where(
-                        _TRIALS.c.assessment_id == assessment_id,
-                        _TRIALS.c.task_id == task_id,
-                        _TRIALS.c.trial == trial,
-                    )
-                    .values(judge_pending=True)
+                    update(_TRIALS).where(*_one_trial(assessment_id, key)).values(judge_pending=True)
                 )
             done = (
                 select(func.count())
@@ -952,12 +950,7 @@ class AssessmentRepository:
         async with self._writing(), self._engine.begin() as connection:
             gone = await connection.execute(
                 _TRIALS.delete()
-                .where(
-                    _TRIALS.c.assessment_id == assessment_id,
-                    _TRIALS.c.task_id == result.task_id,
-                    _TRIALS.c.trial == result.trial,
-                    _TRIALS.c.judge_pending,
-                )
+                .where(*_one_trial(assessment_id, (result.task_id, result.trial)), _TRIALS.c.judge_pending)
                 .returning(_TRIALS.c.id)
             )
             if gone.first() is None:

@@ -23,7 +23,10 @@ TASKS = ["0", "1", "5", "6"]
 """Scored on the DB alone: no judge."""
 
 
-async def _events(client: httpx.AsyncClient, path: str, into: list[tuple[str, Any]]) -> None:
+async def _events(
+    client: httpx.AsyncClient, path: str, into: list[tuple[str, Any]], count: int | None = None
+) -> list[tuple[str, Any]]:
+    """Read the assessment's progress stream into `into` (its `count` first events, or until it ends)."""
     async with client.stream("GET", f"{path}/events") as stream:
         kind = ""
         async for line in stream.aiter_lines():
@@ -31,20 +34,9 @@ async def _events(client: httpx.AsyncClient, path: str, into: list[tuple[str, An
                 kind = line.split(":", 1)[1].strip()
             elif line.startswith("data:"):
                 into.append((kind, json.loads(line.split(":", 1)[1])))
-
-
-async def _first_events(client: httpx.AsyncClient, path: str, count: int) -> list[tuple[str, Any]]:
-    events: list[tuple[str, Any]] = []
-    async with client.stream("GET", f"{path}/events") as stream:
-        kind = ""
-        async for line in stream.aiter_lines():
-            if line.startswith("event:"):
-                kind = line.split(":", 1)[1].strip()
-            elif line.startswith("data:"):
-                events.append((kind, json.loads(line.split(":", 1)[1])))
-                if len(events) == count:
+                if len(into) == count:
                     break
-    return events
+    return into
 
 
 async def test_an_outage_and_a_rate_limit_are_shown(
@@ -68,7 +60,7 @@ async def test_an_outage_and_a_rate_limit_are_shown(
             seen = await poll(
                 client, path, lambda b: any("down since" in w for w in b["waiting_for"]), timeout_s=60
             )
-            late = await _first_events(client, path, 2)  # a stream opened now starts with what it waits for
+            late = await _events(client, path, [], 2)  # a stream opened now starts with what it waits for
             final = await poll(client, path, lambda b: b["status"] == "completed", timeout_s=120)
             await asyncio.wait_for(streaming, 30)
             after = await scrape(client)
