@@ -23,7 +23,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from api.db.engine import DB_MAX_OVERFLOW, DB_POOL_SIZE, PING_AFTER_IDLE_S, SQLITE_CACHE_KIB
-from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint
+from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint, ProviderLimits
 from green_agent.limits import AgentLimits
 from green_agent.usage import ModelPrice
 from green_agent.white_agent.egress import EgressPolicy, parse_destinations
@@ -55,8 +55,9 @@ _URL_SCHEMES = {
 }
 
 
-class ModelSpec(BaseModel):
-    """One operator-configured LLM: model name, optionally its own endpoint, fixed request arguments."""
+class ModelSpec(ProviderLimits):
+    """One operator-configured LLM: model name, optionally its own endpoint, fixed request arguments, and
+    the provider's limits (max_in_flight, requests_per_minute, tokens_per_minute)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -156,6 +157,8 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(default=_engine_default("llm_max_retries"), ge=0, le=20)
     llm_retry_backoff_s: float = Field(default=_engine_default("llm_retry_backoff_s"), ge=0, le=600)
     llm_check_timeout_s: float = Field(default=_engine_default("llm_check_timeout_s"), gt=0, le=600)
+    llm_outage_tolerance_s: float = Field(default=_engine_default("llm_outage_tolerance_s"), ge=0, le=604_800)
+    llm_breaker_failures: int = Field(default=_engine_default("llm_breaker_failures"), ge=1, le=1000)
     conversations_per_client: int = Field(
         default=_engine_default("conversations_per_client"),
         ge=1,
@@ -548,6 +551,7 @@ class Settings(BaseSettings):
             api_key=key.get_secret_value() if key else None,
             extra_args=dict(spec.extra_args),
             max_steps=spec.max_steps,
+            **spec.model_dump(include=set(ProviderLimits.model_fields)),
         )
 
     def egress_policy(self, *, allow_private: bool | None = None) -> EgressPolicy:
@@ -573,6 +577,8 @@ class Settings(BaseSettings):
             llm_max_retries=self.llm_max_retries,
             llm_retry_backoff_s=self.llm_retry_backoff_s,
             llm_check_timeout_s=self.llm_check_timeout_s,
+            llm_outage_tolerance_s=self.llm_outage_tolerance_s,
+            llm_breaker_failures=self.llm_breaker_failures,
             conversations_per_client=self.conversations_per_client,
             scripted_user_delay_s=self.scripted_user_delay_s,
             user_guidelines_file=self.user_guidelines_file,

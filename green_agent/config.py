@@ -55,8 +55,30 @@ class ConfigError(ValueError):
     """A configuration that cannot run with these settings and data; the message says what to change."""
 
 
-class LLMEndpoint(BaseModel):
-    """One OpenAI-compatible chat-completions endpoint."""
+class ProviderLimits(BaseModel):
+    """What the operator knows of a provider's limits for one endpoint (its key and model): held in each
+    process for every assessment and tenant using that endpoint, fairly between assessments (llm_gate.py).
+    None = unlimited; an endpoint that says 429 is slowed down all the same (AIMD), these only keep it
+    from having to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_in_flight: int | None = Field(
+        default=None, ge=1, le=100_000, description="Requests to the endpoint out at once, per process."
+    )
+    requests_per_minute: float | None = Field(
+        default=None, gt=0, le=1_000_000, description="Requests started per minute, per process."
+    )
+    tokens_per_minute: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000_000,
+        description="Tokens (prompt + reply, estimated then as reported) per minute, per process.",
+    )
+
+
+class LLMEndpoint(ProviderLimits):
+    """One OpenAI-compatible chat-completions endpoint, with the provider's limits."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -130,6 +152,20 @@ class EngineSettings(BaseModel):
     )
     llm_retry_backoff_s: float = Field(
         default=1.0, ge=0, description="First wait before an LLM retry; doubled after each failure."
+    )
+    llm_outage_tolerance_s: float = Field(
+        default=900.0,
+        ge=0,
+        le=7 * 86_400,
+        description="How long trials wait for an LLM endpoint that is down or answers only 429s before they "
+        "end as excluded infrastructure errors (retry them with `green-agent retry`).",
+    )
+    llm_breaker_failures: int = Field(
+        default=3,
+        ge=1,
+        le=1000,
+        description="Connection errors, timeouts or 5xx in a row after which an LLM endpoint counts as down "
+        "(no trial starts on it; requests wait for a probe to get an answer).",
     )
     user_guidelines_file: Path | None = Field(
         default=None, description="Replaces the built-in user guidelines."

@@ -50,13 +50,24 @@ from green_agent.errors import (
 )
 from green_agent.judge import Judge
 from green_agent.keyed_limits import KeyedLimits
-from green_agent.llm import ChatLLM, RetryPolicy
+from green_agent.limits import message_bytes
+from green_agent.llm import ChatLLM, RetryPolicy, endpoint_limits
+from green_agent.llm_gate import PARTY, EndpointGate, EndpointStatus, GatePolicy, GateRegistry
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, RunInfo, TrialFinished, TrialResult, TrialStarted
-from green_agent.orchestrator import FirstContactFailed, TrialDeps, TrialSpec, run_trial
+from green_agent.models import (
+    AssessmentReport,
+    ConversationEnd,
+    RunInfo,
+    TrialFinished,
+    TrialResult,
+    TrialStarted,
+)
+from green_agent.orchestrator import FirstContactFailed, TrialDeps, TrialSpec, TrialState, run_trial
 from green_agent.prompts import load_prompt
+from green_agent.scoring import score, unscored
 from green_agent.seeds import trial_seeds
 from green_agent.slots import FairSlots
+from green_agent.usage import TrialUsage
 from green_agent.user_simulator import LLMUserSimulator, ScriptedUserSimulator, UserSimulator
 from green_agent.white_agent.client import ClientLimits, Conversation, WhiteAgentPool
 from green_agent.white_agent.dialect import Dialect, declares_structured
@@ -88,6 +99,15 @@ class Engine:
             assessment_share=settings.assessment_slot_share,
         )
         self._per_agent = KeyedLimits(settings.max_concurrent_per_agent)
+        # One gate per LLM endpoint (base URL, model, key), shared by every assessment of this engine, i.e.
+        # of this process: the provider's limits and outages are the endpoint's, not an assessment's.
+        self.gates = GateRegistry(
+            GatePolicy(
+                outage_tolerance_s=settings.llm_outage_tolerance_s,
+                breaker_failures=settings.llm_breaker_failures,
+                probe_backoff_s=settings.llm_retry_backoff_s,
+            )
+        )
         self._guidelines = ""
         self._judge: Judge | None = None
 
@@ -137,8 +157,45 @@ class Engine:
             retry = RetryPolicy(
                 max_retries=self.settings.llm_max_retries, backoff_s=self.settings.llm_retry_backoff_s
             )
-            self._llms[key] = ChatLLM(endpoint, timeout_s=self.settings.llm_timeout_s, retry=retry)
+            gate = self._gate(endpoint)
+            self._llms[key] = ChatLLM(endpoint, timeout_s=self.settings.llm_timeout_s, retry=retry, gate=gate)
         return self._llms[key]
+
+    def _gate(self, endpoint: LLMEndpoint) -> EndpointGate:
+        return self.gates.gate(endpoint.model, endpoint.base_url, endpoint.api_key, endpoint_limits(endpoint))
+
+    def rejudgeable(self, trial: TrialResult) -> bool:
+        """Whether a retry judges this stored trial again rather than running it again or keeping it: it is
+        excluded (no reward) for want of a verdict (its judge failed, or none was configured), its
+        conversation finished, and a judge is configured now. A trial charged for a judge failure its text
+        provoked is scored (0) and kept."""
+        task = self.data.tasks.get(trial.task_id)
+        if self._judge is None or task is None or not task.judged or trial.reward is not None:
+            return False
+        if trial.nl_status not in ("judge_failed", "not_judged"):
+            return False
+        end = trial.conversation_end or _end_of_unjudged(trial)
+        return end is not None and end.reason != TerminationReason.INFRASTRUCTURE_ERROR
+
+    def provider_status(self) -> list[EndpointStatus]:
+        """How each LLM endpoint this engine has used is doing: ok, rate limited or down (since when),
+        requests waiting and in flight, the adaptive limits (for progress displays and /metrics)."""
+        return self.gates.statuses()
+
+    def _endpoints_for(self, config: AssessmentConfig) -> list[LLMEndpoint]:
+        """The LLM endpoints an assessment of `config` needs: its user model (unless scripted), the judge."""
+        endpoints = []
+        name = self._user_model_name(config)
+        if name != SCRIPTED_USER:
+            endpoints.append(self.settings.user_models[name])
+        if self.settings.judge is not None:
+            endpoints.append(self.settings.judge)
+        return endpoints
+
+    def _gates_for(self, config: AssessmentConfig) -> tuple[EndpointGate, ...]:
+        """The gates of the endpoints an assessment of `config` needs (one each)."""
+        gates = (self._gate(endpoint) for endpoint in self._endpoints_for(config))
+        return tuple({id(gate): gate for gate in gates}.values())
 
     # -- configuration -------------------------------------------------------------------------------------
 
@@ -198,12 +255,7 @@ class Engine:
     async def check_llms(self, config: AssessmentConfig) -> None:
         """Check once that the LLM endpoints `config` needs (its user model, the judge) answer and take their
         keys; raise LLMUnavailableError saying which does not and what to do."""
-        endpoints = []
-        name = self._user_model_name(config)
-        if name != SCRIPTED_USER:
-            endpoints.append(self.settings.user_models[name])
-        if self.settings.judge is not None:
-            endpoints.append(self.settings.judge)
+        endpoints = self._endpoints_for(config)
         checked = {(e.base_url, e.api_key): e for e in endpoints}.values()  # one check per endpoint and key
         results = await asyncio.gather(
             *(self._llm(e).check(self.settings.llm_check_timeout_s) for e in checked)
@@ -262,6 +314,8 @@ class Engine:
             bounds=(lambda: assessment_bound, lambda: self._per_agent.hold(agent.key)),
             slot=lambda: self.slots.slot(tenant, owner),
             pool=pool,
+            gates=self._gates_for(config),
+            party=f"{tenant}/{owner}",
         )
 
     async def run(
@@ -288,7 +342,14 @@ class Engine:
         pending = [key for key in self.longest_first(keys) if key not in done]
         results: list[TrialResult] = []
         if not pending:
-            return compute_report(config, list(done.values()), 0.0, run_info=self.run_info(config))
+            return compute_report(
+                config,
+                list(done.values()),
+                0.0,
+                trials_planned=len(keys),
+                tasks_planned=len({task_id for task_id, _ in keys}),
+                run_info=self.run_info(config),
+            )
         assessment = await self.open_assessment(
             config, emit, egress=egress, tenant=tenant, assessment_id=assessment_id
         )
@@ -313,7 +374,14 @@ class Engine:
             raise first from group_error
 
         every = sorted([*done.values(), *results], key=lambda r: position[(r.task_id, r.trial)])
-        return compute_report(config, every, time.monotonic() - clock, run_info=self.run_info(config))
+        return compute_report(
+            config,
+            every,
+            time.monotonic() - clock,
+            trials_planned=len(keys),
+            tasks_planned=len({task_id for task_id, _ in keys}),
+            run_info=self.run_info(config),
+        )
 
     def run_info(self, config: AssessmentConfig) -> RunInfo:
         """Which user simulator and judge an assessment of `config` uses, with the prompts' fingerprints."""
@@ -343,13 +411,19 @@ class Engine:
     def user_guidelines_sha256(self) -> str:
         return _sha256(self._guidelines)
 
-    async def run_with_retries(self, spec: TrialSpec, deps: TrialDeps) -> TrialResult:
+    async def run_with_retries(
+        self, spec: TrialSpec, deps: TrialDeps, gates: Sequence[EndpointGate] = ()
+    ) -> TrialResult:
         """Run a trial; run it again (bounded, with backoff) while it ends in infrastructure_error, which only
-        our own dependencies cause. What remains after the last retry is excluded from the metrics."""
+        our own dependencies cause. What remains after the last retry is excluded from the metrics. A trial
+        that ended because an endpoint of `gates` stayed down past the outage tolerance is not run again
+        now (it would end the same way at once); `retry` runs it once the endpoint is back."""
         delay = self.settings.trial_retry_backoff_s
         for _ in range(self.settings.trial_retries):
             result = await run_trial(spec, deps)
             if result.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR:
+                return result
+            if any(gate.gave_up for gate in gates):
                 return result
             log.warning(
                 "trial %s/%s: %s; running it again in %.1f s", spec.task.id, spec.trial, result.error, delay
@@ -427,8 +501,12 @@ class AssessmentRun:
         bounds: tuple[Callable[[], contextlib.AbstractAsyncContextManager[Any]], ...],
         slot: Callable[[], contextlib.AbstractAsyncContextManager[Any]],
         pool: WhiteAgentPool,
+        gates: Sequence[EndpointGate] = (),
+        party: str = "",
     ) -> None:
         self.config = config
+        self._gates = tuple(gates)
+        self._party = party
         self._pool = pool
         self._engine = engine
         self._deps = deps
@@ -446,12 +524,77 @@ class AssessmentRun:
             max_steps=self.config.max_steps,
             max_errors=self.config.max_errors,
         )
-        async with contextlib.AsyncExitStack() as held:
-            for bound in self._bounds:
-                await held.enter_async_context(bound())
-            await held.enter_async_context(self._slot())
-            await self._deps.emit(TrialStarted(task_id=task_id, trial=trial))
-            return await self._engine.run_with_retries(spec, self._deps)
+        # No trial starts on an endpoint that is down (it would only wait at its first request, holding a
+        # slot another assessment could use): it waits here, before taking any bound.
+        for gate in self._gates:
+            await gate.wait_until_up()
+        party = PARTY.set(self._party)  # the LLM gates take turns between assessments
+        try:
+            async with contextlib.AsyncExitStack() as held:
+                for bound in self._bounds:
+                    await held.enter_async_context(bound())
+                await held.enter_async_context(self._slot())
+                await self._deps.emit(TrialStarted(task_id=task_id, trial=trial))
+                return await self._engine.run_with_retries(spec, self._deps, self._gates)
+        finally:
+            PARTY.reset(party)
+
+    async def rejudge(self, stored: TrialResult) -> TrialResult | None:
+        """Judge a stored trial again, without running its conversation again (a retry, for a trial whose
+        judge failed or that was stored without a judge): the stored transcript and end, the judge configured
+        now; tokens of the customer and the agent stay as stored, the judge's are the new call's. None when
+        it cannot be judged from what is stored (its conversation did not finish, or it was stored before
+        `conversation_end` was kept and its judge failed): run it again instead."""
+        judge = self._deps.judge
+        task = self._engine.data.tasks[stored.task_id]
+        end = stored.conversation_end or _end_of_unjudged(stored)
+        if judge is None or not task.judged or end is None:
+            return None
+        if end.reason == TerminationReason.INFRASTRUCTURE_ERROR:
+            return None
+        spec = TrialSpec(
+            task=task,
+            trial=stored.trial,
+            seed=stored.seed,
+            max_steps=self.config.max_steps,
+            max_errors=self.config.max_errors,
+        )
+        state = TrialState(
+            transcript=list(stored.transcript),
+            warnings=list(stored.protocol_warnings),
+            steps=stored.steps,
+            num_errors=stored.num_errors,
+            error=end.error,
+            db_hash=stored.db_actual_hash,
+            agent_bytes=end.agent_bytes,
+        )
+        if judge.llm.gate is not None:
+            await judge.llm.gate.wait_until_up()
+        party = PARTY.set(self._party)
+        try:
+            result = await score(spec, self._deps, state, TerminationReason(end.reason), stored.started_at)
+        except Exception as exc:  # a scoring bug: as for a trial run (orchestrator.run_trial)
+            log.exception("judging trial %s/%s again met an internal error", stored.task_id, stored.trial)
+            return unscored(
+                spec, self._deps, state, stored.started_at, f"internal error while scoring: {exc}"
+            )
+        finally:
+            PARTY.reset(party)
+        kept = stored.usage or TrialUsage()
+        new_judge = result.usage.judge if result.usage is not None else None
+        return result.model_copy(
+            update={"usage": TrialUsage(user=kept.user, agent=kept.agent, judge=new_judge)}
+        )
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """The names of the LLM endpoints this assessment needs (`EndpointStatus.endpoint`)."""
+        return tuple(gate.name for gate in self._gates)
+
+    def waiting_for(self) -> list[EndpointStatus]:
+        """The LLM endpoints this assessment needs that are rate limiting or down right now (their
+        `describe()` is what a progress display shows); empty when all answer."""
+        return [status for gate in self._gates if (status := gate.status()).state != "ok"]
 
     def mark_reached(self) -> None:
         """The agent answered before (e.g. in another process): a later failure to reach it is a trial's
@@ -471,6 +614,24 @@ class AssessmentRun:
         cause = failure.__cause__
         detail = cause.detail if isinstance(cause, AgentUnreachableError) else None
         return AgentNotReachedError(agent_url, problem, f"{problem}: {detail}" if detail else None)
+
+
+def _end_of_unjudged(stored: TrialResult) -> ConversationEnd | None:
+    """The end of a trial stored before `conversation_end` was kept, when its own fields still say it: one
+    left unjudged (no judge then) kept its conversation's termination and error. What the agent put before
+    our LLMs is counted again from its transcript (its replies and the tool results it asked for; the fixed
+    greeting is ours). A failed judge overwrote them: None."""
+    if (
+        stored.nl_status != "not_judged"
+        or stored.termination_reason == TerminationReason.INFRASTRUCTURE_ERROR
+    ):
+        return None
+    agent_bytes = sum(
+        message_bytes(m.content, m.tool_calls)
+        for m in stored.transcript[1:]
+        if m.role in ("assistant", "tool")
+    )
+    return ConversationEnd(reason=stored.termination_reason, error=stored.error, agent_bytes=agent_bytes)
 
 
 def _sha256(text: str) -> str:

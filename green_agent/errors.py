@@ -15,6 +15,8 @@ Foreign exceptions (httpx, a2a-sdk, openai) are translated where they enter: in 
     │                               found before any trial is queued: the assessment fails at once
     └── InfrastructureError         our own dependency failed: `infrastructure_error`, excluded from metrics
         └── LLMError                the user-simulator or judge LLM kept failing after its retries
+            ├── LLMOutage           the endpoint gave no usable answer (down, or only 429s) for longer than
+            │                       the operator's outage tolerance (llm_gate.py): ours, excluded
             ├── LLMContextTooLong   the LLM refused the conversation as too long (HTTP 400): charged to the
             │                       agent when its own text fills the conversation (limits.py), else ours
             └── LLMRefusedConversation  a content-policy refusal, or a reply unusable on every attempt
@@ -94,6 +96,12 @@ class InfrastructureError(EngineError):
 
 class LLMError(InfrastructureError):
     """An LLM call (user simulator or judge) failed after its retries."""
+
+
+class LLMOutage(LLMError):
+    """The endpoint has been down (or answered nothing but 429s) for longer than the operator's outage
+    tolerance (`GREEN_AGENT_LLM_OUTAGE_TOLERANCE_S`): the trials waiting for it end as excluded
+    infrastructure errors, which `retry` runs again later. No text can cause it: always ours."""
 
 
 class LLMContextTooLong(LLMError):

@@ -1,10 +1,17 @@
 """One retrying chat-completions wrapper over `openai.AsyncOpenAI`, shared by the user simulator, the judge
 and the `llm` reference agent.
 
-Why our own retry loop instead of the client's: the client does not retry a reply that is empty, and we want
+Why our own retry loop instead of the client's (whose own retries are off, `max_retries=0`, so that none
+doubles ours or hides a 429's headers from us): the client does not retry a reply that is empty, and we want
 one place that decides what is transient (connection, timeout, 408/409/429/5xx, empty reply) and what is a
-configuration mistake (401, 403, 404, other 400s) that no retry will fix. Both end in `LLMError` once retries
-are spent.
+configuration mistake (401, 403, 404, other 400s) that no retry will fix.
+
+Every request first takes a turn at its endpoint's gate (`llm_gate.py`), which holds it back while the
+provider is rate limiting or down. What the provider says "not now" to costs time only, never a retry: a 429
+(or a 5xx with Retry-After) waits as long as the provider said, and never less than the backoff; a
+connection error, timeout or 5xx while the endpoint is down (its breaker open) waits for the endpoint to
+answer again. Only failures of an endpoint that answers use up the `RetryPolicy`; then, or when the gate
+gives up after the operator's outage tolerance (`LLMOutage`), `LLMError` is raised.
 
 Two kinds of failure depend on what the conversation says, and so may have been provoked by the white agent
 (docs/scoring.md, "Who pays for a failure of our LLMs"); each raises its own `LLMError` subclass so that the
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -32,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from green_agent.config import LLMEndpoint
 from green_agent.errors import LLMContextTooLong, LLMError, LLMRefusedConversation
+from green_agent.llm_gate import EndpointGate, EndpointLimits, GatePolicy, endpoint_label, provider_wait
 
 if TYPE_CHECKING:
     # The openai package costs ~18 MiB of RSS and ~0.3 s to import, and a process needs it only once it talks
@@ -107,7 +116,7 @@ class LLMCall:
 
     model: str
     seconds: float
-    outcome: str  # "ok", "error" or "empty"
+    outcome: str  # "ok", "error", "rate_limited" (a 429) or "empty"
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -121,13 +130,26 @@ def _observe(call: LLMCall) -> None:
         observer(call)
 
 
+COMPLETION_TOKENS_GUESS = 512
+"""Reply tokens a request is assumed to spend against `tokens_per_minute` when its arguments set no
+`max_tokens` / `max_completion_tokens` (the answer's reported usage corrects the guess)."""
+
+
+def endpoint_limits(endpoint: LLMEndpoint) -> EndpointLimits:
+    return EndpointLimits(endpoint.max_in_flight, endpoint.requests_per_minute, endpoint.tokens_per_minute)
+
+
 @dataclass
 class ChatLLM:
-    """Chat completions against one endpoint, with retries; create once, share, `aclose()` at the end."""
+    """Chat completions against one endpoint, with retries; create once, share, `aclose()` at the end.
+
+    `gate`: the endpoint's turns, shared by every client of the same endpoint in the process (the engine
+    passes its own); default: one of its own, with the endpoint's limits."""
 
     endpoint: LLMEndpoint
     timeout_s: float = 120.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    gate: EndpointGate | None = None
     _client: AsyncOpenAI = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -138,6 +160,12 @@ class ChatLLM:
         self._client = AsyncOpenAI(
             api_key=api_key, base_url=self.endpoint.base_url, timeout=self.timeout_s, max_retries=0
         )
+        if self.gate is None:
+            policy = GatePolicy(
+                probe_backoff_s=self.retry.backoff_s, max_probe_backoff_s=self.retry.max_backoff_s
+            )
+            label = endpoint_label(self.endpoint.model, self.endpoint.base_url)
+            self.gate = EndpointGate(label, endpoint_limits(self.endpoint), policy)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -170,41 +198,68 @@ class ChatLLM:
         # extra_args may remove a parameter (e.g. temperature for reasoning models) by setting it to None
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
 
+        gate = self.gate
+        assert gate is not None
+        tokens = _estimated_tokens(kwargs) if gate.counts_tokens else 0
         last_problem = ""
         refused = ""  # the cause, when the last attempt failed for what its reply held
         usage = TokenUsage()
-        for attempt in range(self.retry.max_retries + 1):
-            if attempt:
-                await asyncio.sleep(self.retry.delay(attempt - 1))
+        failures = 0  # attempts that used the retry budget
+        rate_limited = 0  # 429s in a row of this call: each waits at least the next backoff
+        for attempt in itertools.count():
             refused = ""
-            try:
-                completion = await self._create(kwargs)
-            except openai.APIStatusError as exc:
-                last_problem = f"HTTP {exc.status_code}: {_short(exc.message)}"
-                if _context_too_long(exc):
-                    raise LLMContextTooLong(self._failed(last_problem)) from None
-                if _content_policy(exc):  # decided on the prompt alone: the same prompt is refused again
-                    raise LLMRefusedConversation(self._failed(last_problem), "content_policy") from None
-                if exc.status_code < 500 and exc.status_code not in _TRANSIENT_STATUS:
-                    break  # a configuration mistake (bad model, key, request): retrying will not help
-                continue
-            except (openai.APIConnectionError, openai.APIResponseValidationError) as exc:
-                last_problem = f"{type(exc).__name__}: {_short(str(exc))}"
-                continue
-            except openai.OpenAIError as exc:
-                last_problem = f"{type(exc).__name__}: {_short(str(exc))}"
-                continue
-            usage = usage + _usage(completion)
-            reply = _to_reply(completion)
-            if reply is None:
-                last_problem = "the endpoint's response held no choices"
-                continue
-            if require_text:
-                refused = _unusable(reply)
-                if refused:
-                    last_problem = _UNUSABLE[refused]
-                    continue
-            return dataclasses.replace(reply, usage=usage)
+            down = False  # the attempt got no answer (connection, timeout, 5xx)
+            # Raises LLMOutage once the endpoint has been unavailable past the operator's tolerance.
+            async with gate.request(tokens, first=attempt == 0) as turn:
+                try:
+                    completion = await self._create(kwargs)
+                except openai.APIStatusError as exc:
+                    last_problem = f"HTTP {exc.status_code}: {_short(exc.message)}"
+                    wait = provider_wait(exc.response.headers) if exc.response is not None else None
+                    if exc.status_code == 429 or (exc.status_code >= 500 and wait is not None):
+                        turn.rate_limited(max(wait or 0.0, self.retry.delay(rate_limited)))
+                        rate_limited += 1
+                        continue  # no retry spent: the gate holds the next turn until the wait is over
+                    rate_limited = 0
+                    if exc.status_code >= 500:
+                        turn.failed(last_problem)
+                        down = True
+                    else:
+                        turn.answered()
+                        if _context_too_long(exc):
+                            raise LLMContextTooLong(self._failed(last_problem)) from None
+                        if _content_policy(exc):  # decided on the prompt alone: refused again
+                            raise LLMRefusedConversation(
+                                self._failed(last_problem), "content_policy"
+                            ) from None
+                        if exc.status_code not in _TRANSIENT_STATUS:
+                            break  # a configuration mistake (bad model, key, request): no retry helps
+                except openai.APIConnectionError as exc:  # also timeouts: no answer
+                    last_problem = f"{type(exc).__name__}: {_short(str(exc))}"
+                    turn.failed(last_problem)
+                    down, rate_limited = True, 0
+                except openai.OpenAIError as exc:  # an answer we could not read
+                    last_problem = f"{type(exc).__name__}: {_short(str(exc))}"
+                    turn.answered()
+                    rate_limited = 0
+                else:
+                    rate_limited = 0
+                    reply_usage = _usage(completion)
+                    turn.answered(reply_usage.prompt_tokens + reply_usage.completion_tokens or None)
+                    usage = usage + reply_usage
+                    reply = _to_reply(completion)
+                    if reply is None:
+                        last_problem = "the endpoint's response held no choices"
+                    elif require_text and (refused := _unusable(reply)):
+                        last_problem = _UNUSABLE[refused]
+                    else:
+                        return dataclasses.replace(reply, usage=usage)
+            if down and gate.down:
+                continue  # the endpoint is down: wait at the gate for it to answer, without spending a retry
+            if failures >= self.retry.max_retries:
+                break
+            await asyncio.sleep(self.retry.delay(failures))
+            failures += 1
         if refused:
             raise LLMRefusedConversation(self._failed(last_problem), refused)
         raise LLMError(self._failed(last_problem))
@@ -215,8 +270,9 @@ class ChatLLM:
         began = time.monotonic()
         try:
             completion = await self._client.chat.completions.create(**kwargs)
-        except openai.OpenAIError:
-            _observe(LLMCall(self.endpoint.model, time.monotonic() - began, "error"))
+        except openai.OpenAIError as exc:
+            outcome = "rate_limited" if isinstance(exc, openai.RateLimitError) else "error"
+            _observe(LLMCall(self.endpoint.model, time.monotonic() - began, outcome))
             raise
         usage = getattr(completion, "usage", None)
         _observe(
@@ -329,6 +385,16 @@ def _usage(completion: Any) -> TokenUsage:
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
     return TokenUsage(1, count("prompt_tokens"), count("completion_tokens"))
+
+
+def _estimated_tokens(kwargs: dict[str, Any]) -> int:
+    """What a request will spend of `tokens_per_minute`, before it is sent: its prompt at four bytes a token
+    (messages and tools as JSON) plus the reply's cap, or `COMPLETION_TOKENS_GUESS`."""
+    prompt = len(json.dumps(kwargs.get("messages", []), ensure_ascii=False)) // 4
+    if "tools" in kwargs:
+        prompt += len(json.dumps(kwargs["tools"])) // 4
+    cap = kwargs.get("max_completion_tokens") or kwargs.get("max_tokens")
+    return prompt + (cap if isinstance(cap, int) and cap > 0 else COMPLETION_TOKENS_GUESS)
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -139,9 +139,11 @@ def compute_report(
     time_used_s: float = 0.0,
     *,
     trials_planned: int | None = None,
+    tasks_planned: int | None = None,
     run_info: RunInfo | None = None,
 ) -> AssessmentReport:
-    """The report over `trials`; `trials_planned` (default: as many as given) counts the ones never run."""
+    """The report over `trials`; `trials_planned` (default: as many as given) counts the ones never run,
+    `tasks_planned` (default: the tasks of `trials`) what was set out to run."""
     scored = counted_trials(trials)
     infra = sum(1 for t in trials if t.termination_reason == INFRASTRUCTURE_ERROR)
     not_judged = sum(1 for t in trials if t.reward is None and t.termination_reason != INFRASTRUCTURE_ERROR)
@@ -166,6 +168,8 @@ def compute_report(
         num_trials=config.trials,
         trials_total=len(trials),
         trials_scored=len(scored),
+        tasks_planned=tasks_planned if tasks_planned is not None else len({t.task_id for t in trials}),
+        trials_planned=trials_planned if trials_planned is not None else len(trials),
         complete=not partial,
         partial_reasons=partial,
         excluded=excluded,

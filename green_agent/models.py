@@ -79,6 +79,17 @@ class Signal(BaseModel):
     detail: str
 
 
+class ConversationEnd(BaseModel):
+    """How a trial's conversation itself ended, before the judge (whose failure changes the trial's
+    termination reason and error): what judging the trial again, without running it again, starts from."""
+
+    reason: str
+    error: str | None = None
+    agent_bytes: int = Field(
+        default=0, ge=0, description="What the agent had put before our LLMs (for who pays a judge failure)."
+    )
+
+
 class TrialResult(BaseModel):
     """Everything about one finished trial: verdict, its breakdown and the transcript that produced it."""
 
@@ -107,6 +118,10 @@ class TrialResult(BaseModel):
     usage: TrialUsage | None = Field(
         default=None,
         description="Tokens and cost: user simulator, judge, (self-reported) agent.",
+    )
+    conversation_end: ConversationEnd | None = Field(
+        default=None,
+        description="How the conversation ended before the judge (None in trials stored before it was kept).",
     )
     started_at: datetime
     finished_at: datetime
@@ -231,6 +246,17 @@ class AssessmentReport(BaseModel):
     num_trials: int
     trials_total: int
     trials_scored: int
+    tasks_planned: int | None = Field(
+        default=None,
+        description="Tasks the assessment set out to run (num_tasks counts those with a stored trial); "
+        "None in reports stored before it was kept.",
+    )
+    trials_planned: int | None = Field(
+        default=None,
+        description="Trials the assessment set out to run (trials_total counts the stored ones: fewer when "
+        "it was cancelled or failed midway; partial_reasons.not_run says how many were not); None in "
+        "reports stored before it was kept.",
+    )
     complete: bool = Field(
         description="True when every planned trial ran and was scored; false when any was excluded, not "
         "judged or not run (then `partial_reasons` says how many and why). Refuse partial results for a "

@@ -36,6 +36,7 @@ from green_agent.models import (
     SIGNAL_COMMUNICATE,
     SIGNAL_DB,
     SIGNAL_NL,
+    ConversationEnd,
     NLStatus,
     NLVerdict,
     Signal,
@@ -75,6 +76,7 @@ async def score(
     spec: TrialSpec, deps: TrialDeps, state: TrialState, reason: TerminationReason, started: datetime
 ) -> TrialResult:
     task, data, judge = spec.task, deps.data, deps.judge
+    conversation_end = ConversationEnd(reason=str(reason), error=state.error, agent_bytes=state.agent_bytes)
     gold_hash = data.gold(task.id).db_hash
     db = check_db(state.db_hash, gold_hash) if state.db_hash is not None else None
     db_matched = db.matched if db else False
@@ -147,6 +149,7 @@ async def score(
         steps=state.steps,
         num_errors=state.num_errors,
         usage=trial_usage(deps, state, judgement.tokens),
+        conversation_end=conversation_end,
         started_at=started,
         finished_at=utcnow(),
     )

@@ -5,6 +5,8 @@ and database migrations.
     green-agent worker [--concurrency N]                        a queue worker only (PostgreSQL)
     green-agent run --agent-url URL [selection and limits]      one assessment in-process, report as JSON
     green-agent run --failed-from ID [overrides]                again, over the tasks ID did not fully solve
+    green-agent retry ID [--output FILE] [--quiet]              the same assessment again: what was excluded
+                                                                or never ran, and what was not judged
     green-agent compare A B [--json]                            A against B, paired by task, with error bars
     green-agent demo [--trials N] [--num-tasks N]               built-in oracle agent, scripted user, SQLite
     green-agent reference-agent KIND [--port P]                 a reference white agent (oracle, llm, ...)
@@ -19,8 +21,8 @@ and database migrations.
     green-agent keys create --tenant NAME [--admin] [--allow-private-agents]   a new API key, shown once
     green-agent keys list | keys revoke KEY_ID                  the keys (never their secrets); revoke one
 
-`run` and `demo` exit 0 only when the assessment completed with a complete report; 1 failed, 2 bad options,
-3 partial, 4 cancelled (`green-agent run --help` has the details).
+`run`, `retry` and `demo` exit 0 only when the assessment completed with a complete report; 1 failed, 2 bad
+options, 3 partial, 4 cancelled (`green-agent run --help` has the details).
 """
 
 from __future__ import annotations
@@ -135,6 +137,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_assessment_options(run, demo=False)
     _add_database(run)
+
+    retry = commands.add_parser(
+        "retry",
+        help="retry an assessment in place: run what was excluded or never ran, judge what was not",
+        description="Retry assessment ID in the same assessment, in this process like `run`: every "
+        "trial excluded as an infrastructure error or never run (cancelled, failed midway, its process "
+        "killed) runs again, and every stored trial left without a verdict (its judge failed, or none was "
+        "configured) is judged again without running it again, when a judge is configured now. Scored trials "
+        "are kept; the report is computed again; the assessment keeps the history of its attempts.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    retry.add_argument("id", metavar="ID", help="the assessment id")
+    retry.add_argument(
+        "--output", type=Path, help="where to write the report JSON (default: reports/<id>.json)"
+    )
+    retry.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_database(retry)
 
     compare = commands.add_parser(
         "compare",
@@ -452,6 +472,13 @@ def _run(args: argparse.Namespace) -> int:
     return asyncio.run(run_assessment(settings, config, output=args.output, quiet=args.quiet))
 
 
+def _retry(args: argparse.Namespace) -> int:
+    from api.cli.run import retry_assessment
+
+    settings = _settings(database_url=args.database_url)
+    return asyncio.run(retry_assessment(settings, args.id, output=args.output, quiet=args.quiet))
+
+
 def _compare(args: argparse.Namespace) -> int:
     from api.cli.run import compare_assessments
 
@@ -518,6 +545,7 @@ _DATABASE_COMMANDS = (
     "serve",
     "worker",
     "run",
+    "retry",
     "compare",
     "demo",
     "db",
@@ -535,6 +563,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _worker(args)
     if args.command == "run":
         return _run(args)
+    if args.command == "retry":
+        return _retry(args)
     if args.command == "compare":
         return _compare(args)
     if args.command == "demo":

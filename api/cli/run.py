@@ -19,10 +19,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from api.cli.exit_codes import ExitCode, exit_code
-from api.db.repository import COMPLETED, AssessmentRecord
-from api.runtime.events import Subscription, TrialDone
+from api.db.repository import COMPLETED, AssessmentRecord, Attempt
+from api.runtime.events import ProviderWaiting, Subscription, TrialDone
 from api.runtime.runtime import Runtime, open_runtime
-from api.runtime.service import AssessmentNotFound, NotComparable, NothingToRerun
+from api.runtime.service import (
+    AssessmentNotFound,
+    NotComparable,
+    NothingToRerun,
+    NothingToRetry,
+    retry_would_help,
+)
+from api.security.quotas import QuotaExceeded
 from api.settings import Settings
 from api.web.schemas import AssessmentPublic
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection
@@ -51,8 +58,13 @@ def report_table(record: AssessmentRecord, report: AssessmentReport) -> Table:
     table.add_row(
         "complete", "yes" if report.complete else f"[bold yellow]no: {report.partial_summary()}[/bold yellow]"
     )
-    table.add_row("tasks x trials", f"{report.num_tasks} x {report.num_trials}")
-    table.add_row("trials scored / total", f"{report.trials_scored} / {report.trials_total}")
+    # What was planned, not only what ran: a run cancelled after 5 of 12 trials says "12 x 1" and "5 / 12".
+    tasks = report.tasks_planned if report.tasks_planned is not None else report.num_tasks
+    planned = report.trials_planned if report.trials_planned is not None else report.trials_total
+    table.add_row("tasks x trials", f"{tasks} x {report.num_trials}")
+    table.add_row("trials scored / planned", f"{report.trials_scored} / {planned}")
+    if report.trials_total != planned:
+        table.add_row("trials run", f"{report.trials_total} of {planned}")
     _add_headline(table, report)
     for name in report.signal_rates:
         table.add_row(f"rate {name}", _rate(report, name))
@@ -116,11 +128,14 @@ async def _follow(
             MofNCompleteColumn(),
             TextColumn("trials, mean reward {task.fields[mean]}"),
             TimeElapsedColumn(),
+            TextColumn("[yellow]{task.fields[waiting]}"),
             console=console,
             disable=quiet,
             transient=False,
         ) as progress:
-            bar = progress.add_task("trials", total=record.trials_total, mean="-")
+            bar = progress.add_task(
+                "trials", total=record.trials_total, completed=record.trials_done, mean="-", waiting=""
+            )
             showing = asyncio.create_task(_show_progress(subscription, progress, bar))
             try:
                 return await service.wait(record.id)
@@ -133,17 +148,22 @@ async def _follow(
 async def _show_progress(subscription: Subscription, progress: Progress, bar: TaskID) -> None:
     rewards: list[float] = []
     async for event in subscription:
-        if isinstance(event, TrialDone):
+        if isinstance(event, ProviderWaiting):  # "waiting for M at H: rate limited" / "...: down since ..."
+            progress.update(bar, waiting="; ".join(event.waiting_for))
+        elif isinstance(event, TrialDone):
             if event.reward is not None:
                 rewards.append(event.reward)
             mean = f"{sum(rewards) / len(rewards):.3f}" if rewards else "-"
             progress.update(bar, completed=event.trials_done, mean=mean)
 
 
-def _write_report(record: AssessmentRecord, output: Path | None) -> Path:
+def _write_report(
+    record: AssessmentRecord, output: Path | None, attempts: list[Attempt] | None = None
+) -> Path:
     path = output or Path("reports") / f"{record.id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(AssessmentPublic.from_record(record).model_dump(mode="json"), indent=2) + "\n")
+    public = AssessmentPublic.from_record(record, attempts=attempts)
+    path.write_text(json.dumps(public.model_dump(mode="json"), indent=2) + "\n")
     return path
 
 
@@ -195,7 +215,7 @@ async def _run_and_report(
         if current is None or current.uncancel() > 0:  # cancelled by something else too: honour it
             raise
         final = await runtime.service.cancel(record.id)
-    path = _write_report(final, output)
+    path = _write_report(final, output, await runtime.repository.attempts(final.id))
     if final.report is not None:
         console.print(report_table(final, final.report))
         if not final.report.complete:
@@ -208,7 +228,31 @@ async def _run_and_report(
     if final.status != COMPLETED:
         console.print(f"[red]assessment {final.status}:[/red] {final.error}")
     console.print(f"report written to {path}")
+    if retry_would_help(final, judge_configured=runtime.engine.judge is not None):
+        console.print(
+            f"to run what is missing in the same assessment: green-agent retry {final.id}", highlight=False
+        )
     return exit_code(final.status, final.report, expected_partial=expected_partial)
+
+
+async def retry_assessment(
+    settings: Settings, assessment_id: str, *, output: Path | None, quiet: bool
+) -> int:
+    """`green-agent retry ID`: the same assessment again, in this process (as `run`): what was excluded as
+    an infrastructure error or never ran is run, what was left without a verdict is judged; same exit
+    codes."""
+    console = Console()
+    async with open_runtime(settings, take_over=False) as runtime:
+        try:
+            record = await runtime.service.retry(assessment_id, source="cli", start=False)
+        except (AssessmentNotFound, NothingToRetry, QuotaExceeded) as exc:
+            console.print(f"[red]cannot retry:[/red] {exc.args[0] if exc.args else exc}")
+            return ExitCode.FAILED
+        attempts = await runtime.repository.attempts(record.id)
+        console.print(
+            f"attempt {record.attempt} of assessment {record.id}: {attempts[-1].reason}", highlight=False
+        )
+        return await _run_and_report(runtime, record, output=output, quiet=quiet, console=console)
 
 
 async def rerun_failed(

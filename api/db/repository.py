@@ -42,6 +42,7 @@ from sqlalchemy.orm import raiseload, selectinload
 from api.db.tables import (
     DEFAULT_TENANT,
     AssessmentRow,
+    AttemptRow,
     NLVerdictRow,
     TranscriptMessageRow,
     TrialRow,
@@ -111,10 +112,37 @@ class AssessmentRecord:
     allow_private_agents: bool = True
     agent_headers: dict[str, str] = field(default_factory=dict, repr=False)
     """For the engine only: never returned, logged or shown."""
+    attempt: int = 1
+    """The current attempt: 1 when created, one more with each retry."""
 
     @property
     def finished(self) -> bool:
         return self.status in TERMINAL
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of an assessment: its first run, or a retry (what it set out to do, and how it ended)."""
+
+    number: int
+    source: str
+    reason: str
+    trials_to_run: int
+    trials_to_judge: int
+    started_at: datetime
+    finished_at: datetime | None
+    status: str | None
+
+
+@dataclass(frozen=True)
+class RetryPlan:
+    """What a retry does in the same assessment: the trials it runs (excluded as infrastructure errors, or
+    never run) and the stored trials it judges again (their judge failed or was missing)."""
+
+    run: tuple[tuple[str, int], ...]
+    judge: tuple[tuple[str, int], ...]
+    reason: str
+    source: str
 
 
 @dataclass(frozen=True)
@@ -165,11 +193,13 @@ class RunnerLease:
 
 @dataclass(frozen=True)
 class TrialJobState:
-    """What a trial job reads before it runs its trial: the assessment's status and whether that trial is
-    stored already."""
+    """What a trial job reads before it runs its trial: the assessment's status, whether that trial is
+    stored already, and whether (stored) it waits to be judged again by a retry."""
 
     status: str
     stored: bool
+    judge_pending: bool = False
+    attempt: int = 1
 
     @property
     def finished(self) -> bool:
@@ -266,6 +296,7 @@ def _record(row: AssessmentRow) -> AssessmentRecord:
         started_at=row.started_at,
         finished_at=row.finished_at,
         agent_headers=dict(row.agent_headers or {}),
+        attempt=row.attempt,
     )
 
 
@@ -311,6 +342,7 @@ def _trial_values(assessment_id: str, result: TrialResult) -> dict[str, Any]:
         "steps": result.steps,
         "started_at": result.started_at,
         "finished_at": result.finished_at,
+        "judge_pending": False,
     }
 
 
@@ -430,16 +462,27 @@ def _columns(prefix: str, rows: list[dict[str, Any]], table: Table) -> dict[str,
 
 # A trial job's opening read, one Core statement (the ORM `get` and a separate existence query cost twice the
 # CPU; docs/benchmarks.md, "Turn cost").
+_THIS_TRIAL = (
+    _TRIALS.c.assessment_id == bindparam("assessment"),
+    _TRIALS.c.task_id == bindparam("task_id"),
+    _TRIALS.c.trial == bindparam("trial"),
+)
 _TRIAL_JOB_STATE = select(
     AssessmentRow.status,
-    exists()
-    .where(
-        _TRIALS.c.assessment_id == bindparam("assessment"),
-        _TRIALS.c.task_id == bindparam("task_id"),
-        _TRIALS.c.trial == bindparam("trial"),
-    )
-    .label("stored"),
+    AssessmentRow.attempt,
+    exists().where(*_THIS_TRIAL).label("stored"),
+    exists().where(*_THIS_TRIAL, _TRIALS.c.judge_pending).label("judge_pending"),
 ).where(AssessmentRow.id == bindparam("assessment"))
+
+
+def _one_trial(assessment_id: str, key: tuple[str, int]) -> tuple[ColumnElement[bool], ...]:
+    """The WHERE clause of one trial of an assessment, by (task id, trial)."""
+    task_id, trial = key
+    return (
+        _TRIALS.c.assessment_id == assessment_id,
+        _TRIALS.c.task_id == task_id,
+        _TRIALS.c.trial == trial,
+    )
 
 
 class AssessmentRepository:
@@ -507,9 +550,20 @@ class AssessmentRepository:
             runner=new.lease.runner if new.lease is not None else None,
             lease_expires_at=new.lease.expires_at() if new.lease is not None else None,
         )
+        first = AttemptRow(
+            assessment_id=row.id,
+            number=1,
+            source=new.source,
+            reason="created",
+            trials_to_run=new.trials_total,
+            trials_to_judge=0,
+            started_at=now,
+        )
         try:
             async with self._writing(), self._session() as session, session.begin():
                 session.add(row)
+                await session.flush()  # the assessment first: its attempt refers to it
+                session.add(first)
         except IntegrityError:
             # Two requests with the same key raced; the other one won the unique constraint.
             if new.idempotency_key is None:
@@ -755,7 +809,9 @@ class AssessmentRepository:
             if self._engine.dialect.name == "postgresql":  # one statement, no BEGIN and ROLLBACK around it
                 await connection.execution_options(isolation_level="AUTOCOMMIT")
             row = (await connection.execute(_TRIAL_JOB_STATE, parameters)).first()
-        return TrialJobState(row.status, bool(row.stored)) if row is not None else None
+        if row is None:
+            return None
+        return TrialJobState(row.status, bool(row.stored), bool(row.judge_pending), int(row.attempt))
 
     async def trial_stored(self, assessment_id: str, task_id: str, trial: int) -> bool:
         async with self._engine.connect() as connection:
@@ -802,11 +858,140 @@ class AssessmentRepository:
                     finished_at=now,
                     updated_at=now,
                 )
-                .returning(AssessmentRow.id)
+                .returning(AssessmentRow.attempt)
             )
-            if moved.first() is None:
+            attempt = moved.scalar_one_or_none()
+            if attempt is None:
                 return None
+            await session.execute(
+                update(AttemptRow)
+                .where(AttemptRow.assessment_id == assessment_id, AttemptRow.number == attempt)
+                .values(finished_at=now, status=status)
+            )
         return await self.get(assessment_id)
+
+    # -- retries --------------------------------------------------------------------------------------------
+
+    async def begin_retry(
+        self, assessment_id: str, plan: RetryPlan, *, lease: RunnerLease | None = None
+    ) -> AssessmentRecord | None:
+        """Start the next attempt of a finished assessment, in one transaction: back to `queued` (report and
+        error cleared), the trials `plan.run` names deleted (the queue then runs them as never run), those
+        `plan.judge` names marked to be judged again, the progress count set to what stays done, and the
+        attempt recorded. None when the assessment is not finished (it runs, or another retry just started
+        it: only one wins). `lease`: SQLite, the process that will run it."""
+        now = _now()
+        async with self._writing(), self._session() as session, session.begin():
+            moved = await session.execute(
+                update(AssessmentRow)
+                .where(AssessmentRow.id == assessment_id, AssessmentRow.status.in_(TERMINAL))
+                .values(
+                    status=QUEUED,
+                    report=None,
+                    error=None,
+                    finished_at=None,
+                    updated_at=now,
+                    attempt=AssessmentRow.attempt + 1,
+                    runner=lease.runner if lease is not None else None,
+                    lease_expires_at=lease.expires_at() if lease is not None else None,
+                )
+                .returning(AssessmentRow.attempt)
+            )
+            attempt = moved.scalar_one_or_none()
+            if attempt is None:
+                return None
+            for key in plan.run:
+                await session.execute(_TRIALS.delete().where(*_one_trial(assessment_id, key)))
+            await session.execute(
+                update(_TRIALS).where(_TRIALS.c.assessment_id == assessment_id).values(judge_pending=False)
+            )
+            for key in plan.judge:
+                await session.execute(
+                    update(_TRIALS).where(*_one_trial(assessment_id, key)).values(judge_pending=True)
+                )
+            done = (
+                select(func.count())
+                .select_from(_TRIALS)
+                .where(_TRIALS.c.assessment_id == assessment_id, _TRIALS.c.judge_pending.is_(False))
+                .scalar_subquery()
+            )
+            await session.execute(
+                update(AssessmentRow).where(AssessmentRow.id == assessment_id).values(trials_done=done)
+            )
+            session.add(
+                AttemptRow(
+                    assessment_id=assessment_id,
+                    number=attempt,
+                    source=plan.source,
+                    reason=plan.reason,
+                    trials_to_run=len(plan.run),
+                    trials_to_judge=len(plan.judge),
+                    started_at=now,
+                )
+            )
+        return await self.get(assessment_id)
+
+    async def judge_pending_keys(self, assessment_id: str) -> list[tuple[str, int]]:
+        """(task id, trial) of the stored trials the current attempt judges again."""
+        async with self._engine.connect() as connection:
+            rows = await connection.execute(
+                select(_TRIALS.c.task_id, _TRIALS.c.trial).where(
+                    _TRIALS.c.assessment_id == assessment_id, _TRIALS.c.judge_pending
+                )
+            )
+            return [(task_id, trial) for task_id, trial in rows]
+
+    async def replace_judged_trial(
+        self, assessment_id: str, result: TrialResult, *, run_seconds: float | None = None
+    ) -> int | None:
+        """Store `result` in place of the trial that waited to be judged again, and count it done; returns
+        the new count, or None when that trial no longer waits (another run of the job replaced it first:
+        it is never counted twice)."""
+        async with self._writing(), self._engine.begin() as connection:
+            gone = await connection.execute(
+                _TRIALS.delete()
+                .where(*_one_trial(assessment_id, (result.task_id, result.trial)), _TRIALS.c.judge_pending)
+                .returning(_TRIALS.c.id)
+            )
+            if gone.first() is None:
+                return None
+            trial_id = (
+                await connection.execute(_INSERT_TRIAL, _trial_values(assessment_id, result))
+            ).scalar_one()
+            for start in range(0, len(result.transcript), MESSAGES_PER_INSERT):
+                batch = result.transcript[start : start + MESSAGES_PER_INSERT]
+                await connection.execute(_INSERT_MESSAGES, _message_values(trial_id, batch))
+            if result.nl_verdicts:
+                await connection.execute(_INSERT_VERDICTS, _verdict_values(trial_id, result))
+            progress: dict[str, Any] = {"assessment": assessment_id, "now": _now()}
+            if run_seconds is None:
+                return int((await connection.execute(_COUNT_TRIAL, progress)).scalar_one())
+            progress["run_seconds"] = run_seconds
+            return int((await connection.execute(_COUNT_TRIAL_AND_TIME, progress)).scalar_one())
+
+    async def attempts(self, assessment_id: str) -> list[Attempt]:
+        """The assessment's attempts, first to last."""
+        async with self._session() as session:
+            rows = (
+                await session.execute(
+                    select(AttemptRow)
+                    .where(AttemptRow.assessment_id == assessment_id)
+                    .order_by(AttemptRow.number)
+                )
+            ).scalars()
+            return [
+                Attempt(
+                    number=r.number,
+                    source=r.source,
+                    reason=r.reason,
+                    trials_to_run=r.trials_to_run,
+                    trials_to_judge=r.trials_to_judge,
+                    started_at=r.started_at,
+                    finished_at=r.finished_at,
+                    status=r.status,
+                )
+                for r in rows
+            ]
 
     async def trial_results(self, assessment_id: str, *, transcripts: bool = True) -> list[TrialResult]:
         """Every stored trial of an assessment, in full, or without their transcripts (`transcripts` False:

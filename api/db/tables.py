@@ -22,6 +22,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy import false as sa_false
 from sqlalchemy import true as sa_true
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -118,6 +119,13 @@ class AssessmentRow(Base):
         doc="SQLite only: until when `runner`'s claim holds; renewed while it lives, taken over after."
     )
 
+    attempt: Mapped[int] = mapped_column(
+        Integer,
+        default=1,
+        server_default="1",
+        doc="The number of the current attempt: 1 when created, one more with each retry.",
+    )
+
     trials: Mapped[list[TrialRow]] = relationship(
         back_populates="assessment", cascade="all, delete-orphan", passive_deletes=True
     )
@@ -163,6 +171,12 @@ class TrialRow(Base):
     steps: Mapped[int] = mapped_column(Integer)
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime]
+    judge_pending: Mapped[bool] = mapped_column(
+        Boolean,
+        default=False,
+        server_default=sa_false(),
+        doc="The current attempt (a retry) judges this stored trial again, without running it again.",
+    )
 
     assessment: Mapped[AssessmentRow] = relationship(back_populates="trials")
     messages: Mapped[list[TranscriptMessageRow]] = relationship(
@@ -174,6 +188,27 @@ class TrialRow(Base):
 
     __table_args__ = (
         UniqueConstraint("assessment_id", "task_id", "trial", name="uq_trials_assessment_task_trial"),
+    )
+
+
+class AttemptRow(Base):
+    """One attempt of an assessment: the first run (number 1) or a retry."""
+
+    __tablename__ = "assessment_attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    assessment_id: Mapped[str] = mapped_column(ForeignKey("assessments.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    source: Mapped[str] = mapped_column(String(8), doc="rest, a2a, cli or import: who started it.")
+    reason: Mapped[str] = mapped_column(Text, doc="Why it ran: 'created', or what a retry set out to do.")
+    trials_to_run: Mapped[int] = mapped_column(Integer)
+    trials_to_judge: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    status: Mapped[str | None] = mapped_column(String(16), doc="How it ended; None while it runs.")
+
+    __table_args__ = (
+        UniqueConstraint("assessment_id", "number", name="uq_assessment_attempts_assessment_id"),
     )
 
 

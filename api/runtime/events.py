@@ -15,7 +15,7 @@ import json
 import logging
 import time
 import uuid
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -55,13 +55,22 @@ class TrialDone(BaseModel):
     trials_total: int
 
 
+class ProviderWaiting(BaseModel):
+    """What the assessment is waiting for among our LLM endpoints, sent when it changes: each entry reads
+    "waiting for gpt-4.1 at api.openai.com: rate limited" or "...: down since 14:02:11"; empty once they all
+    answer again (green_agent/llm_gate.py)."""
+
+    kind: Literal["waiting"] = "waiting"
+    waiting_for: list[str]
+
+
 class Lagged(BaseModel):
     """This subscriber fell behind and was dropped; reconnect and re-read the assessment."""
 
     kind: Literal["lagged"] = "lagged"
 
 
-HubEvent = TrialStarted | TurnTaken | TrialDone | StatusChanged | Lagged
+HubEvent = TrialStarted | TurnTaken | TrialDone | StatusChanged | ProviderWaiting | Lagged
 _HUB_EVENT: TypeAdapter[HubEvent] = TypeAdapter(Annotated[HubEvent, Field(discriminator="kind")])
 
 
@@ -75,8 +84,12 @@ QUEUE_SIZE: int = default_of("stream_queue_events")
 
 EventKinds = tuple[type[HubEvent], ...]
 STATUS_ONLY: EventKinds = (StatusChanged,)
-PROGRESS_ONLY: EventKinds = (StatusChanged, TrialDone)
-"""What moves a progress count: status changes and finished trials (turns and trial starts do not)."""
+PROGRESS_ONLY: EventKinds = (StatusChanged, TrialDone, ProviderWaiting)
+"""What a progress display shows: status changes, finished trials and what the run waits for (turns and
+trial starts do not move it)."""
+WAITING_REMEMBERED = 1024
+"""Assessments whose latest `ProviderWaiting` a hub remembers (for a REST read of the progress): the oldest
+is forgotten past it, and an assessment's entry is dropped when it finishes or waits for nothing."""
 PER_TURN: EventKinds = (TurnTaken, TrialStarted)
 """The events published on every turn: they cross processes only for subscriptions that take them."""
 
@@ -121,14 +134,31 @@ class ProgressHub:
         # announces it, so other processes send its turns here only while needed.
         self._turn_followers: dict[str, int] = {}
         self.watch_listeners: list[Callable[[str, bool], None]] = []
+        self._waiting: OrderedDict[str, list[str]] = OrderedDict()
+
+    def waiting_for(self, assessment_id: str) -> list[str]:
+        """What the assessment waits for, as the latest `ProviderWaiting` that reached this hub said (from
+        any process, on PostgreSQL); empty when nothing, or nothing known here."""
+        return list(self._waiting.get(assessment_id, ()))
 
     def watched(self) -> list[str]:
         """Assessments whose turns some subscription here follows."""
         return list(self._turn_followers)
 
     def publish(self, assessment_id: str, event: HubEvent) -> None:
+        if isinstance(event, ProviderWaiting):
+            self._remember_waiting(assessment_id, event.waiting_for)
+        elif isinstance(event, StatusChanged) and event.status not in ("queued", "running"):
+            self._waiting.pop(assessment_id, None)
         for subscription in list(self._subscribers.get(assessment_id, ())):
             subscription.offer(event)
+
+    def _remember_waiting(self, assessment_id: str, waiting_for: list[str]) -> None:
+        self._waiting.pop(assessment_id, None)
+        if waiting_for:
+            self._waiting[assessment_id] = list(waiting_for)
+            while len(self._waiting) > WAITING_REMEMBERED:
+                self._waiting.popitem(last=False)
 
     @asynccontextmanager
     async def subscribe(

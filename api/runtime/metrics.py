@@ -12,6 +12,7 @@ Two kinds of numbers:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
@@ -27,7 +28,7 @@ from prometheus_client import (
 )
 
 from api.security.auth import PrincipalDep
-from green_agent import llm
+from green_agent import llm, llm_gate
 from green_agent.bounded_cache import BoundedCache
 from green_agent.models import TranscriptMessage, TrialResult
 
@@ -84,6 +85,27 @@ LLM_TOKENS = Counter(
     namespace=NAMESPACE,
     registry=REGISTRY,
 )
+LLM_RATE_LIMITED = Counter(
+    "llm_rate_limited",
+    "429 answers (and 5xx naming a Retry-After) from an LLM endpoint, by endpoint (model at host).",
+    ["endpoint"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+LLM_WAIT_SECONDS = Counter(
+    "llm_wait_seconds",
+    "Seconds requests waited for their turn at an LLM endpoint (its limits, a provider's pause, an outage).",
+    ["endpoint"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+LLM_ENDPOINT_STATE = Gauge(
+    "llm_endpoint_state",
+    "1 for the state an LLM endpoint is in (ok, rate_limited, down: its breaker open), 0 for the others.",
+    ["endpoint", "state"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
 QUEUE_JOBS = Gauge(
     "queue_jobs",
     "Trial jobs in the queue, by status (todo, doing).",
@@ -127,6 +149,42 @@ def _observe_llm(call: llm.LLMCall) -> None:
 
 if _observe_llm not in llm.observers:
     llm.observers.append(_observe_llm)
+
+
+ENDPOINT_STATES = ("ok", "rate_limited", "down")
+
+
+def _forget_endpoint(endpoint: str, _: None) -> None:
+    for metric in (LLM_RATE_LIMITED, LLM_WAIT_SECONDS):
+        with contextlib.suppress(KeyError):
+            metric.remove(endpoint)
+    for state in ENDPOINT_STATES:
+        with contextlib.suppress(KeyError):
+            LLM_ENDPOINT_STATE.remove(endpoint, state)
+
+
+# Endpoints come from the operator's settings, but a label set is bounded all the same: the least recently
+# seen endpoint's series go past this many (a handful is normal).
+LLM_ENDPOINTS: BoundedCache[str, None] = BoundedCache(32, on_evict=_forget_endpoint)
+
+
+def _observe_gate(event: llm_gate.GateEvent) -> None:
+    if event.endpoint in LLM_ENDPOINTS:
+        LLM_ENDPOINTS.get(event.endpoint)
+    else:
+        LLM_ENDPOINTS.put(event.endpoint, None)
+        LLM_ENDPOINT_STATE.labels(event.endpoint, "ok").set(1.0)  # until it says otherwise
+    if event.kind == "rate_limited":
+        LLM_RATE_LIMITED.labels(event.endpoint).inc()
+    elif event.kind == "waited":
+        LLM_WAIT_SECONDS.labels(event.endpoint).inc(event.seconds)
+    else:
+        for state in ENDPOINT_STATES:
+            LLM_ENDPOINT_STATE.labels(event.endpoint, state).set(1.0 if state == event.state else 0.0)
+
+
+if _observe_gate not in llm_gate.observers:
+    llm_gate.observers.append(_observe_gate)
 
 
 def agent_host(agent_url: str) -> str:

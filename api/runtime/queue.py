@@ -29,7 +29,7 @@ import procrastinate
 import psycopg
 import psycopg_pool
 from procrastinate import JobContext, RetryDecision
-from procrastinate.exceptions import ConnectorException
+from procrastinate.exceptions import ConnectorException, JobAborted
 from procrastinate.jobs import Job, Status
 from procrastinate.retry import BaseRetryStrategy
 from procrastinate.testing import InMemoryConnector
@@ -42,6 +42,22 @@ from api.settings import Settings, default_of
 logger = logging.getLogger(__name__)
 
 TRIAL_TASK = "green_agent.run_trial"
+
+
+class _ExpectedJobEnds(logging.Filter):
+    """A trial job stopped by a cancel (`JobAborted`) or by its worker stopping (`CancelledError`: it goes
+    back to the queue) ended as expected: procrastinate's line about it stays, its traceback goes (cancelling
+    printed five per cancelled assessment into the serve and worker logs)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], JobAborted | asyncio.CancelledError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+_EXPECTED_JOB_ENDS = _ExpectedJobEnds()
+logging.getLogger("procrastinate.worker").addFilter(_EXPECTED_JOB_ENDS)
 
 # Storage errors that may pass (a dropped connection, a database restarting or out of connection slots, a
 # lock timeout): a job failing with one is retried, with a growing pause, for as long as it takes.

@@ -135,6 +135,7 @@ async def open_service(
             worker_task = queue.run_worker(worker_name(), repair=service.resume_unfinished)
             background.append(asyncio.create_task(worker_task, name="queue worker"))
             await _registered(queue)
+        stop_watching_providers = service.watch_providers()
         try:
             yield service
         finally:
@@ -144,6 +145,7 @@ async def open_service(
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            stop_watching_providers()
     finally:
         await queue.close()
 

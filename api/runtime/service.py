@@ -38,6 +38,7 @@ from api.db.repository import (
     AssessmentRecord,
     AssessmentRepository,
     NewAssessment,
+    RetryPlan,
     RunnerLease,
 )
 from api.db.tables import DEFAULT_TENANT
@@ -47,6 +48,7 @@ from api.runtime.events import (
     EventSink,
     Lagged,
     ProgressHub,
+    ProviderWaiting,
     StatusChanged,
     Subscription,
     TrialDone,
@@ -56,6 +58,7 @@ from api.runtime.metrics import TurnClock, agent_host
 from api.runtime.queue import TrialQueue, is_transient
 from api.security.quotas import QuotaPolicy
 from api.settings import default_of
+from green_agent import llm_gate
 from green_agent.config import (
     SCRIPTED_USER,
     AssessmentConfig,
@@ -65,7 +68,14 @@ from green_agent.config import (
 )
 from green_agent.engine import AssessmentRun
 from green_agent.errors import AgentNotReachedError, LLMUnavailableError
-from green_agent.metrics import compute_report, task_scores, tasks_not_fully_solved
+from green_agent.metrics import (
+    INFRASTRUCTURE_ERROR,
+    NOT_JUDGED,
+    NOT_RUN,
+    compute_report,
+    task_scores,
+    tasks_not_fully_solved,
+)
 from green_agent.models import (
     AssessmentReport,
     ProgressEvent,
@@ -212,6 +222,10 @@ class AssessmentEngine(Protocol):
         """Raises LLMUnavailableError when an LLM endpoint `config` needs does not answer."""
         ...
 
+    def rejudgeable(self, trial: TrialResult) -> bool:
+        """Whether a retry judges this stored trial again (rather than running it again or keeping it)."""
+        ...
+
 
 class AssessmentNotFound(LookupError):
     def __init__(self, assessment_id: str) -> None:
@@ -225,6 +239,37 @@ class NotComparable(ValueError):
 class NothingToRerun(ValueError):
     """A rerun of what failed was asked of an assessment that is still running, or that solved every task
     in every trial; the message says which (REST 409)."""
+
+
+class NothingToRetry(ValueError):
+    """A retry was asked of an assessment that is still running, or that has nothing left to do (every
+    planned trial stored and scored); the message says which, in one line (REST 409)."""
+
+
+def retry_would_help(record: AssessmentRecord, *, judge_configured: bool) -> bool:
+    """Whether `green-agent retry` has something to do: trials never run (cancelled, failed midway) or
+    excluded as infrastructure errors, or left without a verdict while a judge is configured now."""
+    report = record.report
+    if report is None:
+        return record.status != COMPLETED and record.trials_done < record.trials_total
+    reasons = report.partial_reasons
+    return bool(reasons.get(INFRASTRUCTURE_ERROR) or reasons.get(NOT_RUN)) or bool(
+        judge_configured and reasons.get(NOT_JUDGED)
+    )
+
+
+def retry_reason(excluded: int, never_run: int, judge: int) -> str:
+    """What a retry sets out to do, for the attempt history: "run again: 3 excluded as infrastructure
+    errors, 5 never run; judge again: 2 without a verdict"."""
+    run = [
+        f"{n} {what}"
+        for n, what in ((excluded, "excluded as infrastructure errors"), (never_run, "never run"))
+        if n
+    ]
+    parts = [f"run again: {', '.join(run)}"] if run else []
+    if judge:
+        parts.append(f"judge again: {judge} without a verdict")
+    return "; ".join(parts)
 
 
 RERUN_FIXED = frozenset({"tasks"})
@@ -244,6 +289,13 @@ class _Opened:
     concurrency: int
     base_seconds: float
     opened_at: float
+    attempt: int = 1
+    """The attempt it was opened for: a job of a later one (a retry started since) opens it again."""
+    retrying: bool = False
+    """A retry (attempt 2 or later): what is left is scattered over `order`, so each job tops the queue up
+    with the full check (`_top_up`) rather than handing out `order[concurrency + n]`."""
+    waiting: tuple[str, ...] = ()
+    """What this process last told about the LLM endpoints the assessment waits for (`ProviderWaiting`)."""
 
     def clock(self) -> float:
         # Running time summed over processes: what earlier ones stored, plus this one's since it opened.
@@ -396,6 +448,8 @@ class AssessmentService:
             if ending is not None:
                 queued.discard(ending)
             stored = set(await self.repository.trial_keys(record.id))
+            if record.attempt > 1:  # a retry: stored trials it judges again are work too
+                stored -= set(await self.repository.judge_pending_keys(record.id))
             waiting = [key for key in order if key not in stored and key not in queued]
             room = config.concurrency - len(queued)
             if waiting and room > 0:
@@ -500,7 +554,7 @@ class AssessmentService:
         if record.trials_done:  # stored trials: the agent was reached, by this process or another
             run.mark_reached()
         order = self._engine.longest_first(self._engine.trial_keys(config))
-        return _Opened(
+        opened = _Opened(
             run,
             turns,
             record.trials_total,
@@ -508,7 +562,11 @@ class AssessmentService:
             config.concurrency,
             record.run_seconds,
             time.monotonic(),
+            attempt=record.attempt,
+            retrying=record.attempt > 1,
         )
+        self._tell_waiting(assessment_id, opened)  # an endpoint may be down already
+        return opened
 
     def _egress_for(self, record: AssessmentRecord) -> EgressPolicy:
         """The policy an assessment runs under: the operator's rules, with private networks reachable as the
@@ -536,7 +594,7 @@ class AssessmentService:
         state = await self.repository.trial_job_state(assessment_id, task_id, trial)
         if state is None or state.finished:
             return
-        if state.stored:
+        if state.stored and not state.judge_pending:
             # Stored by an earlier run of this job whose worker died before acknowledging it (and maybe before
             # queueing the next trials).
             record = await self.repository.get(assessment_id)
@@ -544,6 +602,11 @@ class AssessmentService:
                 await self._top_up(record, ending=(task_id, trial))
             return
         opening = self._opening(assessment_id)
+        if opening is not None and opening.done() and opening.result().attempt != state.attempt:
+            # Opened here for an earlier attempt (a retry started since, in another process): its order,
+            # clock and top-up rule are that attempt's.
+            self._opened.pop(assessment_id, None)
+            opening = None
         if opening is None:
             record = await self.repository.get(assessment_id)
             if record is None or record.finished:
@@ -554,7 +617,11 @@ class AssessmentService:
         try:
             opened = await asyncio.shield(opening)
             try:
-                result = await opened.run.run_trial(task_id, trial)
+                result = (
+                    await self._judged_again(opened, assessment_id, task_id, trial)
+                    if (state.judge_pending)
+                    else await opened.run.run_trial(task_id, trial)
+                )
             except FirstContactFailed as failure:
                 raise await opened.run.not_reached(failure) from failure.__cause__
         except AgentNotReachedError as exc:
@@ -566,15 +633,32 @@ class AssessmentService:
             logger.exception("trial %s/%s of assessment %s crashed", task_id, trial, assessment_id)
             await self._fail(assessment_id, f"{type(exc).__name__}: {exc}")
             return
-        stored, done = await self._store(assessment_id, result, opened)
+        stored, done = await self._store(assessment_id, result, opened, replace=state.judge_pending)
         if not stored:
             return
-        if done is None:  # another run of this trial stored it first: the full check
+        if done is None or opened.retrying:  # stored by another run of this trial, or a retry: the full check
             current = await self.repository.get(assessment_id)
             if current is not None and not current.finished:
                 await self._top_up(current, ending=(task_id, trial))
             return
         await self._queue_successor(assessment_id, opened, done)
+
+    async def _judged_again(
+        self, opened: _Opened, assessment_id: str, task_id: str, trial: int
+    ) -> TrialResult:
+        """A stored trial a retry judges again, judged from its stored transcript; if it cannot be (it was
+        stored without what judging it again needs), its conversation is run again instead."""
+        stored = await self.repository.get_trial(assessment_id, task_id, trial)
+        judged = await opened.run.rejudge(stored) if stored is not None else None
+        if judged is not None:
+            return judged
+        logger.warning(
+            "trial %s/%s of %s cannot be judged from what is stored; running it again",
+            task_id,
+            trial,
+            assessment_id,
+        )
+        return await opened.run.run_trial(task_id, trial)
 
     async def _queue_successor(self, assessment_id: str, opened: _Opened, done: int) -> None:
         """The cheap top-up of a job that stored its trial as the `done`-th: O(1), no read, no lock.
@@ -593,7 +677,7 @@ class AssessmentService:
                 await self.queue.enqueue(assessment_id, [opened.order[position]])
 
     async def _store(
-        self, assessment_id: str, result: TrialResult, opened: _Opened
+        self, assessment_id: str, result: TrialResult, opened: _Opened, *, replace: bool = False
     ) -> tuple[bool, int | None]:
         """Commit a finished trial (the job is acknowledged only after this returns) and report it. A trial
         whose content the database refuses (a bug of ours) is stored as an `internal_error` stand-in; False
@@ -601,14 +685,13 @@ class AssessmentService:
         retried later, from the start. Also returns the stored-trial count this store made (None when the
         trial was stored already)."""
         what = f"storing trial {result.task_id}/{result.trial} of assessment {assessment_id}"
+        # A trial judged again replaces the stored one that waited for it (`replace`).
+        save = self.repository.replace_judged_trial if replace else self.repository.save_trial
         try:
             try:
                 # Shielded: a job stopped meanwhile (a cancel) must not cut the write short.
                 done = await asyncio.shield(
-                    _with_retries(
-                        what,
-                        lambda: self.repository.save_trial(assessment_id, result, run_seconds=opened.clock()),
-                    )
+                    _with_retries(what, lambda: save(assessment_id, result, run_seconds=opened.clock()))
                 )
             except (StatementError, ValueError) as exc:
                 if is_transient(exc):
@@ -617,8 +700,7 @@ class AssessmentService:
                 result = unstorable_stand_in(result, exc)
                 stand_in = result
                 done = await _with_retries(
-                    what,
-                    lambda: self.repository.save_trial(assessment_id, stand_in, run_seconds=opened.clock()),
+                    what, lambda: save(assessment_id, stand_in, run_seconds=opened.clock())
                 )
         except Exception as exc:
             if is_transient(exc):
@@ -655,13 +737,15 @@ class AssessmentService:
         count as `not_run`."""
         config = _config_of(record)
         trials = await self.repository.trial_results(record.id, transcripts=False)  # a report reads none
-        order = {key: i for i, key in enumerate(self._engine.trial_keys(config))}
+        keys = self._engine.trial_keys(config)
+        order = {key: i for i, key in enumerate(keys)}
         trials.sort(key=lambda t: order.get((t.task_id, t.trial), len(order)))
         return compute_report(
             config,
             trials,
             record.run_seconds,
             trials_planned=record.trials_total,
+            tasks_planned=len({task_id for task_id, _ in keys}),
             run_info=self._engine.run_info(config),
         )
 
@@ -810,6 +894,96 @@ class AssessmentService:
             start=start,
         )
         return created, tasks
+
+    async def retry(
+        self, assessment_id: str, *, source: str, tenant: str | None = None, start: bool = True
+    ) -> AssessmentRecord:
+        """Retry a finished assessment in place: run again every trial excluded as an infrastructure error or
+        never run (cancelled, failed midway, its process killed), and judge again, without running the
+        conversation again, every stored trial excluded for want of a verdict (its judge failed, or none was
+        configured) while a judge is configured now. Scored trials are kept; the report is computed again at
+        the end; the attempt is recorded in the assessment's history. Queues the work (unless `start` is
+        False) and returns the assessment, `queued`.
+
+        Raises AssessmentNotFound (unknown, or not `tenant`'s), NothingToRetry (running, nothing left to
+        do, or it cannot run with the current settings), each with a one-line reason, and QuotaExceeded (the
+        tenant's quota of unfinished work has no room for it now)."""
+        record = await self.get(assessment_id, tenant=tenant)
+        if not record.finished:
+            raise NothingToRetry(
+                f"assessment {assessment_id} is {record.status}; retry it once it has finished (or cancel it)"
+            )
+        config = _config_of(record)
+        try:
+            keys = self._engine.trial_keys(config)
+        except ConfigError as exc:
+            raise NothingToRetry(
+                f"assessment {assessment_id} cannot run with the current settings: {exc}"
+            ) from None
+        stored = {
+            (t.task_id, t.trial): t for t in await self.repository.trial_results(record.id, transcripts=False)
+        }
+        judge = tuple(key for key in keys if key in stored and self._engine.rejudgeable(stored[key]))
+        to_judge = set(judge)
+        excluded = [
+            key
+            for key in keys
+            if key in stored
+            and key not in to_judge
+            and stored[key].termination_reason == INFRASTRUCTURE_ERROR
+        ]
+        never_run = [key for key in keys if key not in stored]
+        rerun = set(excluded) | set(never_run)
+        run = tuple(key for key in keys if key in rerun)
+        if not run and not judge:
+            raise NothingToRetry(
+                f"assessment {assessment_id} has nothing left to retry: its {len(keys)} planned trials are "
+                "stored and scored, or excluded for want of a judge while none is configured"
+            )
+        reason = retry_reason(len(excluded), len(never_run), len(judge))
+        plan = RetryPlan(run=run, judge=judge, reason=reason, source=source)
+        async with self._admission:  # as `create`: the quota check and the write, one request at a time
+            if self._quotas is not None:
+                load = await self.repository.load(record.tenant)
+                self._quotas.check_load(load, len(run) + len(judge), record.tenant)
+            retried = await self.repository.begin_retry(record.id, plan, lease=self.lease)
+        if retried is None:
+            raise NothingToRetry(f"assessment {assessment_id} is running already (another retry started it)")
+        logger.info("assessment %s: attempt %d: %s", record.id, retried.attempt, reason)
+        self._opened.pop(record.id, None)  # opened again, as a retry
+        self._publish_status(record.id, retried.status, retried.trials_done, retried.trials_total)
+        if start and not await self.start(retried):
+            retried = await self.repository.get(retried.id) or retried  # e.g. failed at once: say so now
+        return retried
+
+    # -- what an assessment waits for among our LLM endpoints ---------------------------------------------
+
+    def watch_providers(self) -> Callable[[], None]:
+        """Tell each assessment opened here when an LLM endpoint it uses changes state (`ProviderWaiting`);
+        returns what stops it (the runtime calls both)."""
+
+        def changed(event: llm_gate.GateEvent) -> None:
+            if event.kind != "state":
+                return
+            for assessment_id, opening in list(self._opened.items()):
+                if opening.done() and not opening.cancelled() and opening.exception() is None:
+                    opened = opening.result()
+                    if event.endpoint in opened.run.endpoints:
+                        self._tell_waiting(assessment_id, opened)
+
+        llm_gate.observers.append(changed)
+        return lambda: llm_gate.observers.remove(changed)
+
+    def _tell_waiting(self, assessment_id: str, opened: _Opened) -> None:
+        waiting = tuple(status.describe() for status in opened.run.waiting_for())
+        if waiting != opened.waiting:
+            opened.waiting = waiting
+            self.events.publish(assessment_id, ProviderWaiting(waiting_for=list(waiting)))
+
+    def waiting_for(self, assessment_id: str) -> list[str]:
+        """What the assessment waits for among our LLM endpoints, as far as this process knows ("waiting for
+        gpt-4.1 at api.openai.com: down since 14:02:11"); empty when nothing."""
+        return self.hub.waiting_for(assessment_id)
 
     async def wait(self, assessment_id: str) -> AssessmentRecord:
         """Wait until the assessment is finished (by any process) and return its stored state."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from api.db.repository import AssessmentRecord, TrialSummary
+from api.db.repository import AssessmentRecord, Attempt, TrialSummary
 from green_agent.models import AssessmentReport
 
 MAX_OFFSET = 2**31 - 1
@@ -29,6 +30,24 @@ class AssessmentLinks(BaseModel):
     trials: str
     events: str
     cancel: str
+    retry: str
+
+
+class AttemptPublic(BaseModel):
+    """One attempt of an assessment: its first run (1) or a retry."""
+
+    number: int
+    source: str = Field(description="rest, a2a, cli or import: who started it")
+    reason: str = Field(description="'created', or what the retry set out to do")
+    trials_to_run: int
+    trials_to_judge: int = Field(description="Stored trials judged again, without running them again.")
+    started_at: datetime
+    finished_at: datetime | None
+    status: str | None = Field(description="How it ended (completed, failed, cancelled); null while it runs.")
+
+    @classmethod
+    def of(cls, attempt: Attempt) -> AttemptPublic:
+        return cls(**dataclasses.asdict(attempt))
 
 
 class AssessmentPublic(BaseModel):
@@ -41,6 +60,11 @@ class AssessmentPublic(BaseModel):
     tenant: str = Field(description="The tenant of the API key that started it (open mode: default).")
     config: dict[str, Any]
     progress: Progress
+    waiting_for: list[str] = Field(
+        default_factory=list,
+        description='What the run waits for among our LLM endpoints: "waiting for MODEL at HOST: rate '
+        'limited" or "...: down since HH:MM:SS" (in the single-assessment view; empty when they all answer).',
+    )
     warnings: list[str]
     report: AssessmentReport | None = Field(
         description="The report once completed (cancelled: over the trials that finished)."
@@ -50,10 +74,21 @@ class AssessmentPublic(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    attempt: int = Field(description="The current attempt: 1, one more with each retry.")
+    attempts: list[AttemptPublic] | None = Field(
+        default=None,
+        description="Every attempt, first to last (in the single-assessment view; null in lists).",
+    )
     links: AssessmentLinks
 
     @classmethod
-    def from_record(cls, record: AssessmentRecord) -> AssessmentPublic:
+    def from_record(
+        cls,
+        record: AssessmentRecord,
+        *,
+        waiting_for: list[str] | None = None,
+        attempts: list[Attempt] | None = None,
+    ) -> AssessmentPublic:
         base = f"/assessments/{record.id}"
         return cls(
             id=record.id,
@@ -63,6 +98,7 @@ class AssessmentPublic(BaseModel):
             tenant=record.tenant,
             config=record.config,
             progress=Progress(trials_done=record.trials_done, trials_total=record.trials_total),
+            waiting_for=waiting_for or [],
             warnings=record.warnings,
             report=record.report,
             error=record.error,
@@ -70,8 +106,14 @@ class AssessmentPublic(BaseModel):
             created_at=record.created_at,
             started_at=record.started_at,
             finished_at=record.finished_at,
+            attempt=record.attempt,
+            attempts=[AttemptPublic.of(a) for a in attempts] if attempts is not None else None,
             links=AssessmentLinks(
-                self=base, trials=f"{base}/trials", events=f"{base}/events", cancel=f"{base}/cancel"
+                self=base,
+                trials=f"{base}/trials",
+                events=f"{base}/events",
+                cancel=f"{base}/cancel",
+                retry=f"{base}/retry",
             ),
         )
 

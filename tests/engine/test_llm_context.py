@@ -43,6 +43,9 @@ RETRIES = {
     "llm_retry_backoff_s": 0.01,
     "trial_retries": 1,
     "trial_retry_backoff_s": 0.01,
+    # The breaker never opens here: these failures use up the retries; an endpoint found down is waited
+    # for (tests/engine/test_provider_limits.py).
+    "llm_breaker_failures": 1000,
 }
 
 
@@ -168,8 +171,15 @@ async def test_other_llm_failures_stay_ours_even_after_a_flood(data: RetailData,
             return FakeReply("too late", delay_s=1.0)
         return FakeReply(status=int(failure.split()[0]))
 
+    # A 429 never spends a retry: the trial waits, here for a tolerance of half a second (900 s by default).
     report, events = await assess(
-        data, {"1": [FLOOD] * 8}, ["1"], user=failing, user_context=None, llm_timeout_s=0.3
+        data,
+        {"1": [FLOOD] * 8},
+        ["1"],
+        user=failing,
+        user_context=None,
+        llm_timeout_s=0.3,
+        llm_outage_tolerance_s=0.5,
     )
     (result,) = events.results
     assert result.termination_reason == "infrastructure_error" and result.reward is None, result.error

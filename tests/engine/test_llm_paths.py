@@ -21,6 +21,9 @@ FAST_RETRIES = {
     "llm_retry_backoff_s": 0.01,
     "trial_retries": 1,
     "trial_retry_backoff_s": 0.01,
+    # The breaker never opens here: these failures use up the retries; an endpoint found down is waited
+    # for (tests/engine/test_provider_limits.py).
+    "llm_breaker_failures": 1000,
 }
 
 

@@ -4,6 +4,8 @@
   database looks down: connection refused/reset) until `restore()`.
 * `stall()`: connections stay open but no byte moves in either direction, and new connections are accepted
   but get no answer (a frozen link or server) until `restore()`, when buffered bytes flow again.
+* `refuse()`: the listening socket is closed as well, so that new connections are refused (ECONNREFUSED, a
+  server that is not running) until `listen_again()` listens on the same port again.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ class TcpProxy:
         self._cut = False
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
@@ -49,9 +51,22 @@ class TcpProxy:
     def stall(self) -> None:
         self._open.clear()
 
+    async def refuse(self) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
     def restore(self) -> None:
         self._cut = False
         self._open.set()
+
+    async def listen_again(self) -> None:
+        """After `refuse()`: listen on the same port again, and let bytes flow."""
+        self.restore()
+        if self._server is None:
+            await self.start()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._cut:

@@ -77,6 +77,7 @@ async def service(tmp_path_factory: pytest.TempPathFactory, ui_data: RetailData)
             database_url,
             judge_model={"model": "fake-judge", "base_url": fake_judge.base_url},
             llm_max_retries=0,
+            llm_breaker_failures=1000,  # each 503 is one judge failure, not an outage to wait out
         ) as url,
         httpx.AsyncClient(base_url=url, timeout=30) as client,
     ):

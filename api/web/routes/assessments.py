@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, HTTPException, Query, Response, status
 from fastapi.responses import JSONResponse
 
-from api.db.repository import IdempotencyConflict
-from api.runtime.service import NotComparable, NothingToRerun
+from api.db.repository import AssessmentRecord, IdempotencyConflict
+from api.runtime.service import AssessmentService, NotComparable, NothingToRerun, NothingToRetry
 from api.runtime.tau2_interop import NotExportable, export_document
 from api.security.auth import PrincipalDep
 from api.security.quotas import QuotaExceeded
@@ -118,7 +118,46 @@ async def list_assessments(
 async def get_assessment(
     assessment_id: str, service: ServiceDep, principal: PrincipalDep
 ) -> AssessmentPublic:
-    return AssessmentPublic.from_record(await service.get(assessment_id, tenant=principal.tenant_filter))
+    """With what the run waits for (`progress.waiting_for`) and the history of its attempts."""
+    record = await service.get(assessment_id, tenant=principal.tenant_filter)
+    return await _public(service, record)
+
+
+async def _public(service: AssessmentService, record: AssessmentRecord) -> AssessmentPublic:
+    """The single-assessment view: the record, what it waits for, its attempts."""
+    return AssessmentPublic.from_record(
+        record,
+        waiting_for=service.waiting_for(record.id) if not record.finished else [],
+        attempts=await service.repository.attempts(record.id),
+    )
+
+
+@router.post(
+    "/{assessment_id}/retry",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=AssessmentPublic,
+    summary="Retry the assessment in place: run what was excluded or never ran, judge what was not",
+    responses={
+        **NOT_FOUND,
+        409: {"description": "The assessment is running, or has nothing left to do (the reason says which)."},
+        429: {"description": "A quota is full; retry after Retry-After seconds."},
+    },
+)
+async def retry_assessment(
+    assessment_id: str, service: ServiceDep, principal: PrincipalDep, response: Response
+) -> AssessmentPublic:
+    """In the same assessment: every trial excluded as an infrastructure error or never run (cancelled,
+    failed midway, its process killed) runs again, and every stored trial excluded for want of a verdict is
+    judged again without running its conversation (when a judge is configured now). Scored trials are kept
+    and never run twice; the report is computed again at the end; `attempts` keeps the history."""
+    try:
+        record = await service.retry(assessment_id, source="rest", tenant=principal.tenant_filter)
+    except NothingToRetry as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    except QuotaExceeded as exc:
+        raise too_many(exc) from None
+    response.headers["Location"] = f"/assessments/{record.id}"
+    return await _public(service, record)
 
 
 @router.post(

@@ -1,7 +1,9 @@
 """/assessments/{id}/events: progress as server-sent events.
 
-The stream opens with a `status` event (the current state), then relays `trial_started`, `turn_taken`,
-`trial_finished` and `status` events as they happen, and ends after the status turns terminal. Subscribing
+The stream opens with a `status` event (the current state) and, when the run waits for one of our LLM
+endpoints, a `waiting` event; then it relays `trial_started`, `turn_taken`, `trial_finished`, `waiting`
+(`{"waiting_for": ["waiting for M at H: down since HH:MM:SS"]}`, an empty list once they answer) and `status`
+events as they happen, and ends after the status turns terminal. Subscribing
 happens before the state is read, so nothing that happens in between is lost.
 """
 
@@ -13,7 +15,7 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.db.repository import TERMINAL
-from api.runtime.events import Lagged, StatusChanged
+from api.runtime.events import Lagged, ProviderWaiting, StatusChanged
 from api.security.auth import PrincipalDep
 from api.web.deps import ServiceDep
 from api.web.schemas import NOT_FOUND
@@ -46,6 +48,9 @@ async def assessment_events(
             yield ServerSentEvent(data=current.model_dump_json(), event=current.kind)
             if record.finished:
                 return
+            if waiting := service.waiting_for(assessment_id):  # what it waits for already, if anything
+                now = ProviderWaiting(waiting_for=waiting)
+                yield ServerSentEvent(data=now.model_dump_json(), event=now.kind)
             async for event in subscription:
                 yield ServerSentEvent(data=event.model_dump_json(), event=event.kind)
                 if isinstance(event, Lagged) or (

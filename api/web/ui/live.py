@@ -2,8 +2,9 @@
 
 A browser keeps only ~6 HTTP/1.1 connections per host, so the list page cannot open one stream per running
 assessment; it opens this one, for every unfinished assessment on the page. Each event is `progress`
-(`{assessment_id, status, trials_done, trials_total}`); the stream starts with the current state of each,
-sends a new event per finished trial or status change, and ends once all of them are finished (or when the
+(`{assessment_id, status, trials_done, trials_total, waiting_for}`); the stream starts with the current state
+of each, sends a new event per finished trial, status change or change of what the run waits for among our
+LLM endpoints, and ends once all of them are finished (or when the
 reader falls behind: its bounded queue ends with `lagged`, the stream ends, and the browser reconnects and
 starts from the current state again; a reader that stops reading altogether is dropped by
 `api.runtime.streams`).
@@ -23,7 +24,15 @@ from pydantic import BaseModel
 from sse_starlette import ServerSentEvent
 
 from api.db.repository import TERMINAL, AssessmentRepository
-from api.runtime.events import PROGRESS_ONLY, HubEvent, Lagged, StatusChanged, Subscription, TrialDone
+from api.runtime.events import (
+    PROGRESS_ONLY,
+    HubEvent,
+    Lagged,
+    ProviderWaiting,
+    StatusChanged,
+    Subscription,
+    TrialDone,
+)
 from api.runtime.service import AssessmentService
 from api.settings import default_of
 from api.web.ui import views
@@ -38,6 +47,8 @@ class Progress(BaseModel):
     status: str
     trials_done: int
     trials_total: int
+    waiting_for: list[str] = []
+    """What the run waits for among our LLM endpoints ("waiting for M at H: down since HH:MM:SS")."""
 
 
 def _event(progress: Progress) -> ServerSentEvent:
@@ -97,18 +108,17 @@ async def progress_stream(
         }
         # Subscribed before reading the state: nothing that happens in between is lost.
         open_ids = set()
-        status: dict[str, str] = {}
+        last: dict[str, Progress] = {}
         for assessment_id in ids:
             record = await service.get(assessment_id)
-            status[assessment_id] = record.status
-            yield _event(
-                Progress(
-                    assessment_id=record.id,
-                    status=record.status,
-                    trials_done=record.trials_done,
-                    trials_total=record.trials_total,
-                )
+            last[assessment_id] = Progress(
+                assessment_id=record.id,
+                status=record.status,
+                trials_done=record.trials_done,
+                trials_total=record.trials_total,
+                waiting_for=[] if record.finished else service.waiting_for(record.id),
             )
+            yield _event(last[assessment_id])
             if not record.finished:
                 open_ids.add(assessment_id)
         if not open_ids:
@@ -123,22 +133,22 @@ async def progress_stream(
                 if isinstance(event, Lagged):  # the browser reconnects and starts from the stored state
                     yield ServerSentEvent(data=event.model_dump_json(), event=event.kind)
                     return
+                shown = last[assessment_id]
                 if isinstance(event, StatusChanged):
-                    status[assessment_id] = event.status
+                    update: dict[str, object] = {"status": event.status}
                     if event.status in TERMINAL:
                         open_ids.discard(assessment_id)
+                        update["waiting_for"] = []
+                elif isinstance(event, ProviderWaiting):
+                    update = {"waiting_for": event.waiting_for}
                 elif not isinstance(event, TrialDone):
                     continue  # turns and trial starts do not move a progress bar
-                elif with_trials and (cell := await _trial_cell(service.repository, assessment_id, event)):
-                    yield ServerSentEvent(data=cell.model_dump_json(), event="trial")
-                yield _event(
-                    Progress(
-                        assessment_id=assessment_id,
-                        status=status[assessment_id],
-                        trials_done=event.trials_done,
-                        trials_total=event.trials_total,
-                    )
-                )
+                else:
+                    update = {"trials_done": event.trials_done, "trials_total": event.trials_total}
+                    if with_trials and (cell := await _trial_cell(service.repository, assessment_id, event)):
+                        yield ServerSentEvent(data=cell.model_dump_json(), event="trial")
+                last[assessment_id] = shown.model_copy(update=update)
+                yield _event(last[assessment_id])
         finally:
             for task in forwarders:
                 task.cancel()

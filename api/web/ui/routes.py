@@ -22,7 +22,7 @@ from sse_starlette import EventSourceResponse
 from api.db.keys import KeyRepository
 from api.db.repository import STATUSES, AssessmentRecord, trial_summary
 from api.runtime.runtime import Runtime
-from api.runtime.service import AssessmentNotFound
+from api.runtime.service import AssessmentNotFound, retry_would_help
 from api.security.auth import UI_LOGIN_PATH, UI_PREFIX, UI_SESSION_COOKIE, principal_for_key
 from api.web.a2a.result import result_data
 from api.web.deps import RuntimeDep
@@ -189,6 +189,10 @@ async def assessment_page(request: Request, assessment_id: str, runtime: Runtime
             "failures": views.common_failures(summaries),
             "config_json": _pretty_json(record.config),
             "live": not record.finished,
+            "waiting": [] if record.finished else runtime.service.waiting_for(record.id),
+            "attempts": await runtime.repository.attempts(record.id),
+            "retry_hint": record.finished
+            and retry_would_help(record, judge_configured=runtime.engine.judge is not None),
         },
     )
 

@@ -1,6 +1,7 @@
 // The web UI's only script: live progress over server-sent events (/ui/live).
 // Elements carrying data-live-ids="<id>,<id>" ask to follow those assessments; each progress event moves the
-// matching <progress> bars and status badges. With data-live-trials each finished trial's square in the grid
+// matching <progress> bars, status badges and "waiting for ..." lines (what the run waits for among our LLM
+// endpoints: rate limited, or down since when). With data-live-trials each finished trial's square in the grid
 // takes its colour and becomes a link; with data-reload-when-done the page reloads once they finish, to show
 // the report. Text goes in through textContent and properties only: nothing from the server is parsed as HTML.
 "use strict";
@@ -24,6 +25,12 @@ function follow(container) {
       bar.value = p.trials_done;
       box.querySelector(".count").textContent = p.trials_done + "/" + p.trials_total;
       box.className = "progress p-" + p.status; // failed and cancelled turn the bar red
+    }
+    for (const line of document.querySelectorAll("[data-waiting-for]")) {
+      if (line.dataset.waitingFor !== p.assessment_id) continue;
+      const waiting = p.waiting_for || [];
+      line.textContent = waiting.join("; ");
+      line.hidden = waiting.length === 0;
     }
     for (const badge of document.querySelectorAll("[data-status-for]")) {
       if (badge.dataset.statusFor !== p.assessment_id) continue;
