@@ -147,7 +147,10 @@ def test_equal_results_and_nothing_shared() -> None:
 
 # -- properties ---------------------------------------------------------------------------------------------
 
-REWARDS = st.lists(st.sampled_from([0.0, 1.0, 0.5, 0.25]) | st.floats(0, 1), min_size=1, max_size=5)
+# Rewards on a grid of 1/1000: a trial's reward is a product of 0/1 checks, so anything finer only tests float
+# underflow (two task means 1e-200 apart have a spread whose square root is 0.0 in floats, though the exact
+# fractions differ: hypothesis found that with st.floats).
+REWARDS = st.lists(st.integers(0, 1000).map(lambda i: i / 1000), min_size=1, max_size=5)
 TASKS = st.dictionaries(st.sampled_from([str(i) for i in range(12)]), REWARDS, min_size=1, max_size=12)
 
 
