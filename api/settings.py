@@ -186,6 +186,9 @@ class Settings(BaseSettings):
     max_text_bytes: int = _limit("max_text_bytes")
     max_transcript_bytes: int = _limit("max_transcript_bytes")
     max_agent_text_bytes_per_trial: int = _limit("max_agent_text_bytes_per_trial")
+    max_card_name_chars: int = _limit("max_card_name_chars")
+    max_failures_per_kind: int = _limit("max_failures_per_kind")
+    max_failure_value_bytes: int = _limit("max_failure_value_bytes")
     trial_retries: int = Field(default=_engine_default("trial_retries"), ge=0, le=10)
     trial_retry_backoff_s: float = Field(default=_engine_default("trial_retry_backoff_s"), ge=0, le=600)
     # -- cost accounting (tau2 interop, issue 12) --

@@ -29,7 +29,14 @@ from api.db.repository import COMPLETED, AssessmentRepository, NewAssessment
 from api.settings import Settings
 from api.web.app import create_app
 from bench.tables import print_table
-from green_agent.models import AssessmentReport, Signal, ToolCallRecord, TranscriptMessage, TrialResult
+from green_agent.models import (
+    AssessmentReport,
+    Failure,
+    Signal,
+    ToolCallRecord,
+    TranscriptMessage,
+    TrialResult,
+)
 from green_agent.reference_agents import serve_app
 from retail_domain import RetailData, load_retail_data
 
@@ -78,6 +85,13 @@ def _trial(task_id: str, trial: int, messages: int, passed: bool) -> TrialResult
         transcript=transcript[:messages],
         db_expected_hash="gold",
         db_actual_hash="gold" if passed else "other",
+        # What the engine stores with a failed trial (green_agent/failures.py): the lists count these.
+        failures=[]
+        if passed
+        else [
+            Failure(kind="missing_action", action="cancel_pending_order", detail="never called"),
+            Failure(kind="tool_errors", action="get_order_details", got="Error", detail="an error"),
+        ],
         steps=messages // 2,
         started_at=now - timedelta(seconds=30),
         finished_at=now,
@@ -108,7 +122,10 @@ async def seed(database_url: str, data: RetailData, assessments: int) -> tuple[s
             for trial in range(TRIALS):
                 long = (n, trial) == (5, 0)
                 result = _trial(
-                    task_id, trial, LONG_TRIAL_MESSAGES if long else 14, passed=(n + trial) % 3 > 0
+                    task_id,
+                    trial,
+                    LONG_TRIAL_MESSAGES if long else 14,
+                    passed=(n + trial) % 3 > 0 and not long,
                 )
                 await repository.save_trial(detailed, result)
         return detailed, ids[-2]
@@ -124,6 +141,7 @@ async def measure(assessments: int, requests: int) -> None:
         detailed, other = await seed(url, data, assessments)
         print(f"seeded {assessments} assessments in {time.perf_counter() - started:.1f} s", flush=True)
         long_task = list(data.tasks)[5]
+        failed_task = list(data.tasks)[6]  # (6 + 0) % 3 == 0: failed
         pages = {
             "list, page 1": "/ui",
             "list, page 20": "/ui?page=20",
@@ -134,6 +152,9 @@ async def measure(assessments: int, requests: int) -> None:
                 f"/ui/assessments/{detailed}/trials/{long_task}/0"
             ),
             "compare": f"/ui/compare?id={other}&id={detailed}",
+            "assessment, filtered by kind": f"/ui/assessments/{detailed}?kind=missing_action",
+            "failed trial, 14 messages (DB replay)": f"/ui/assessments/{detailed}/trials/{failed_task}/0",
+            f"trials CSV ({len(data.tasks) * TRIALS} rows)": f"/ui/assessments/{detailed}/trials.csv",
         }
         rows = []
         settings = Settings(_env_file=None, database_url=url, resume_on_start=False)

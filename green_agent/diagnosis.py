@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from green_agent.models import TrialResult
+from green_agent.failures import classify_trial, is_failed
+from green_agent.limits import AgentLimits
+from green_agent.models import Failure, TrialResult
 from retail_domain import Difference, RetailData
 from retail_domain.replay import ParsedCall, replay_with
 
@@ -54,3 +56,37 @@ def replay_trial(data: RetailData, result: TrialResult, *, normalize_ids: bool =
         gold_hash=report["gold_db_hash"],
         differences=[Difference(**d) for d in report["differences"]],
     )
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A stored trial as a page or the REST API shows it: its failures classified afresh, each DB field that
+    differs from gold among them, and the replay they come from (None when the DB matched gold, or the task
+    is not in the data)."""
+
+    failures: list[Failure] | None
+    replay: TrialReplay | None
+
+
+def diagnose(
+    data: RetailData, result: TrialResult, *, normalize_ids: bool = False, limits: AgentLimits | None = None
+) -> Diagnosis:
+    """Replay a failed trial's calls when its DB differs from gold, and classify what went wrong (CPU only:
+    callers on an event loop run it in a thread). A task no longer in the data keeps its stored failures."""
+    task = data.tasks.get(result.task_id)
+    if task is None:
+        return Diagnosis(result.failures, None)
+    replay = None
+    if result.db_expected_hash != result.db_actual_hash:
+        replay = replay_trial(data, result, normalize_ids=normalize_ids)
+    if not is_failed(result):
+        return Diagnosis([], replay)
+    gold_failed = {index for index, _, _ in data.gold(task.id).failed_calls}
+    failures = classify_trial(
+        task,
+        result,
+        gold_failed=gold_failed,
+        limits=limits,
+        differences=replay.differences if replay is not None else None,
+    )
+    return Diagnosis(failures, replay)

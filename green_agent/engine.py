@@ -33,6 +33,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
+from a2a.types import AgentCard
+
 from green_agent.config import (
     SCRIPTED_USER,
     AssessmentConfig,
@@ -50,7 +52,7 @@ from green_agent.errors import (
 )
 from green_agent.judge import Judge
 from green_agent.keyed_limits import KeyedLimits
-from green_agent.limits import message_bytes
+from green_agent.limits import display_name, message_bytes
 from green_agent.llm import ChatLLM, RetryPolicy, endpoint_limits
 from green_agent.llm_gate import PARTY, EndpointGate, EndpointStatus, GatePolicy, GateRegistry
 from green_agent.metrics import compute_report
@@ -303,7 +305,7 @@ class Engine:
         agent = await resolve_agent(config.agent_url, self._resolver)
         pool = self._pool_for((egress or EgressPolicy()).for_agent(agent))
         headers = config.agent_header_values()
-        await self._check_card(pool, config.agent_url, headers)
+        card = await self._check_card(pool, config.agent_url, headers)
         assessment_bound = asyncio.Semaphore(config.concurrency)
         owner = assessment_id or f"run-{id(config)}"
         return AssessmentRun(
@@ -316,6 +318,7 @@ class Engine:
             pool=pool,
             gates=self._gates_for(config),
             party=f"{tenant}/{owner}",
+            agent_name=display_name(card.name, self.settings.limits.max_card_name_chars),
         )
 
     async def run(
@@ -432,13 +435,13 @@ class Engine:
             delay *= 2
         return await run_trial(spec, deps)
 
-    async def _check_card(self, pool: WhiteAgentPool, agent_url: str, headers: dict[str, str]) -> None:
+    async def _check_card(self, pool: WhiteAgentPool, agent_url: str, headers: dict[str, str]) -> AgentCard:
         """Fetch the card once up front (with its retries; conversations reuse it): an agent whose card cannot
         be read cannot be assessed, so the assessment fails at once rather than charging every trial. A card
         the egress policy refuses raises its own `AgentEgressError`."""
         pool.forget_card(agent_url, headers)  # an agent redeployed between assessments may have changed
         try:
-            await pool.card(agent_url, headers)
+            return await pool.card(agent_url, headers)
         except AgentEgressError:
             raise
         except AgentUnreachableError as exc:
@@ -503,10 +506,13 @@ class AssessmentRun:
         pool: WhiteAgentPool,
         gates: Sequence[EndpointGate] = (),
         party: str = "",
+        agent_name: str | None = None,
     ) -> None:
         self.config = config
         self._gates = tuple(gates)
         self._party = party
+        self.agent_name = agent_name
+        """The name on the agent's card, bounded and cleaned (`limits.display_name`); None without one."""
         self._pool = pool
         self._engine = engine
         self._deps = deps

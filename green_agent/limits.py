@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -80,6 +81,26 @@ class AgentLimits(BaseModel):
         "default fits the context of gpt-4.1 and gpt-5.2, with our prompts and the customer's lines, even at "
         "one token per byte.",
     )
+    max_card_name_chars: int = Field(
+        default=80,
+        ge=8,
+        le=1024,
+        description="Characters of the agent card's name kept with an assessment (control and bidi "
+        "characters removed first); a longer name is cut, with an ellipsis.",
+    )
+    max_failures_per_kind: int = Field(
+        default=10,
+        ge=1,
+        le=1000,
+        description="Failures of one kind listed per trial (green_agent/failures.py); past it, one more "
+        "entry says how many were left out.",
+    )
+    max_failure_value_bytes: int = Field(
+        default=1024,
+        ge=64,
+        description="Bytes of one value a failure quotes (an argument sent, an error text), as compact "
+        "JSON; a longer one is cut to text with a marker (the transcript has it whole).",
+    )
 
 
 # -- strings ---------------------------------------------------------------------------------------------
@@ -92,6 +113,24 @@ def storable(text: str) -> str:
     """`text` with NUL and lone surrogates replaced by U+FFFD: PostgreSQL rejects the first in text columns,
     and neither database driver can encode the second."""
     return _UNSTORABLE.sub(REPLACEMENT, text) if _UNSTORABLE.search(text) else text
+
+
+def display_name(text: str, limit: int) -> str | None:
+    """A name the agent chose (its card's), fit to show beside its URL: control, format (bidi overrides,
+    zero-width characters), private-use and unassigned characters dropped, line breaks and other spaces
+    made single spaces, at most `limit` characters (a longer name ends with an ellipsis); None when nothing
+    is left. Linear in `limit`, whatever the card holds."""
+    kept = []
+    for char in text[: limit * 4]:
+        category = unicodedata.category(char)
+        if category[0] == "Z" or category == "Cc":
+            kept.append(" ")
+        elif category[0] != "C":
+            kept.append(char)
+    name = " ".join("".join(kept).split())
+    if len(name) > limit:
+        name = name[: limit - 1].rstrip() + "…"
+    return name or None
 
 
 def utf8_size(text: str) -> int:

@@ -90,6 +90,41 @@ class ConversationEnd(BaseModel):
     )
 
 
+FailureKind = Literal[
+    "termination",
+    "missing_action",
+    "wrong_arguments",
+    "extra_write",
+    "db_difference",
+    "nl_assertion",
+    "tool_errors",
+]
+"""What went wrong in a failed trial (green_agent/failures.py), in the order a trial's first one names it."""
+FAILURE_KINDS: tuple[FailureKind, ...] = (
+    "termination",
+    "missing_action",
+    "wrong_arguments",
+    "extra_write",
+    "db_difference",
+    "nl_assertion",
+    "tool_errors",
+)
+
+
+class Failure(BaseModel):
+    """One thing that went wrong in a failed trial, in the agent's terms (green_agent/failures.py): which gold
+    action, which argument, what gold expected and what the agent sent or got. A trial can carry several."""
+
+    kind: FailureKind
+    action: str | None = Field(default=None, description="The tool: the gold action, or the agent's call.")
+    argument: str | None = Field(
+        default=None, description="wrong_arguments: the argument; db_difference: the DB field."
+    )
+    expected: Any = Field(default=None, description="What gold has (value, arguments, exit, assertion).")
+    got: Any = Field(default=None, description="What the trial has (value sent, error text, reason).")
+    detail: str = Field(description="The failure in one sentence.")
+
+
 class TrialResult(BaseModel):
     """Everything about one finished trial: verdict, its breakdown and the transcript that produced it."""
 
@@ -122,6 +157,11 @@ class TrialResult(BaseModel):
     conversation_end: ConversationEnd | None = Field(
         default=None,
         description="How the conversation ended before the judge (None in trials stored before it was kept).",
+    )
+    failures: list[Failure] | None = Field(
+        default=None,
+        description="What went wrong, when the trial was scored and failed (empty otherwise); None in "
+        "trials stored before failures were classified.",
     )
     started_at: datetime
     finished_at: datetime

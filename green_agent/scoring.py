@@ -20,12 +20,15 @@ for neither.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from green_agent.errors import InfrastructureError
+from green_agent.failures import classify_trial, is_failed
 from green_agent.judge import customer_visible_texts
 from green_agent.limits import llm_failure_outcome
 from green_agent.llm import TokenUsage
@@ -37,6 +40,7 @@ from green_agent.models import (
     SIGNAL_DB,
     SIGNAL_NL,
     ConversationEnd,
+    Failure,
     NLStatus,
     NLVerdict,
     Signal,
@@ -60,6 +64,8 @@ from retail_domain import (
 
 if TYPE_CHECKING:
     from green_agent.orchestrator import TrialDeps, TrialSpec, TrialState
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -127,7 +133,7 @@ async def score(
         _nl_signal(task, judgement, nl_rate),
         *exit_and_diagnostic_signals(task, reason, actions, communicate),
     ]
-    return TrialResult(
+    result = TrialResult(
         task_id=task.id,
         trial=spec.trial,
         seed=spec.seed,
@@ -153,6 +159,22 @@ async def score(
         started_at=started,
         finished_at=utcnow(),
     )
+    if is_failed(result):  # in a thread: a flood of calls costs tens of ms to classify, off the event loop
+        result.failures = await asyncio.to_thread(failures_of, result, task, deps)
+    else:
+        result.failures = []
+    return result
+
+
+def failures_of(result: TrialResult, task: Task, deps: TrialDeps) -> list[Failure] | None:
+    """What went wrong in a failed trial (green_agent/failures.py). A diagnostic: a bug in it is logged and
+    leaves the failures unknown (None), never changes the trial's score."""
+    try:
+        gold_failed = {index for index, _, _ in deps.data.gold(task.id).failed_calls}
+        return classify_trial(task, result, gold_failed=gold_failed, limits=deps.limits)
+    except Exception:
+        log.exception("classifying the failures of trial %s/%s met an internal error", task.id, result.trial)
+        return None
 
 
 def trial_usage(deps: TrialDeps, state: TrialState, judge_tokens: TokenUsage | None = None) -> TrialUsage:
@@ -236,7 +258,7 @@ def unscored(
     the agent's input may have provoked the bug, and it must not pay off), except where no judge is
     configured for a task that needs one: then, like every trial of that task, it has no reward."""
     not_judged = spec.task.judged and deps.judge is None
-    return TrialResult(
+    result = TrialResult(
         task_id=spec.task.id,
         trial=spec.trial,
         seed=spec.seed,
@@ -254,3 +276,5 @@ def unscored(
         started_at=started,
         finished_at=utcnow(),
     )
+    result.failures = failures_of(result, spec.task, deps)  # a rare path: not worth a thread
+    return result

@@ -114,6 +114,8 @@ class AssessmentRecord:
     """For the engine only: never returned, logged or shown."""
     attempt: int = 1
     """The current attempt: 1 when created, one more with each retry."""
+    agent_name: str | None = None
+    """The name on the agent's card (cleaned and bounded), once the card was read."""
 
     @property
     def finished(self) -> bool:
@@ -220,6 +222,20 @@ class TrialSummary:
     error: str | None
     finished_at: datetime
     signals: tuple[dict[str, Any], ...] = ()
+    failures: tuple[dict[str, Any], ...] | None = None
+    """What went wrong, as classified when the trial was scored (`TrialResult.failures`); None for a trial
+    stored before failures were classified."""
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """One assessment's trials of one task (a task's history across runs of an agent)."""
+
+    assessment_id: str
+    created_at: datetime
+    status: str
+    agent_name: str | None
+    trials: list[TrialSummary]
 
 
 @dataclass(frozen=True)
@@ -232,6 +248,7 @@ class ScoredAssessment:
     avg_reward: float | None
     excluded: dict[str, int]
     complete: bool | None  # the report's own flag, in reports that carry one
+    agent_name: str | None = None
 
 
 # The columns a trial summary needs: never the transcript, the judge input or the other `detail` fields.
@@ -246,6 +263,7 @@ _SUMMARY_COLUMNS = (
     TrialRow.error,
     TrialRow.finished_at,
     TrialRow.signals,
+    TrialRow.detail["failures"].label("failures"),
 )
 
 
@@ -263,6 +281,9 @@ def trial_summary(source: Any) -> TrialSummary:
         error=source.error,
         finished_at=source.finished_at,
         signals=tuple(s if isinstance(s, dict) else s.model_dump() for s in source.signals),
+        failures=None
+        if source.failures is None
+        else tuple(f if isinstance(f, dict) else f.model_dump(mode="json") for f in source.failures),
     )
 
 
@@ -297,6 +318,7 @@ def _record(row: AssessmentRow) -> AssessmentRecord:
         finished_at=row.finished_at,
         agent_headers=dict(row.agent_headers or {}),
         attempt=row.attempt,
+        agent_name=row.agent_name,
     )
 
 
@@ -1026,12 +1048,14 @@ class AssessmentRepository:
             )
             return [trial_summary(r) for r in rows], total
 
-    async def trial_summaries(self, assessment_id: str) -> list[TrialSummary]:
-        """Every stored trial of an assessment as a summary (no transcripts), in the order they finished."""
+    async def trial_summaries(self, assessment_id: str, *, failed_only: bool = False) -> list[TrialSummary]:
+        """Every stored trial of an assessment as a summary (no transcripts), in the order they finished; with
+        `failed_only`, the failed ones alone (scored, not successful)."""
+        conditions = [TrialRow.assessment_id == assessment_id]
+        if failed_only:
+            conditions += [TrialRow.reward.is_not(None), TrialRow.is_successful.is_not(True)]
         async with self._session() as session:
-            rows = await session.execute(
-                select(*_SUMMARY_COLUMNS).where(TrialRow.assessment_id == assessment_id).order_by(TrialRow.id)
-            )
+            rows = await session.execute(select(*_SUMMARY_COLUMNS).where(*conditions).order_by(TrialRow.id))
             return [trial_summary(r) for r in rows]
 
     async def get_trial_summary(self, assessment_id: str, task_id: str, trial: int) -> TrialSummary | None:
@@ -1046,6 +1070,74 @@ class AssessmentRepository:
                 )
             ).first()
             return trial_summary(row) if row is not None else None
+
+    async def set_agent_name(self, assessment_id: str, name: str | None) -> None:
+        """Keep the name on the agent's card (read when the assessment is opened)."""
+        async with self._writing(), self._session() as session, session.begin():
+            await session.execute(
+                update(AssessmentRow)
+                .where(AssessmentRow.id == assessment_id)
+                .values(agent_name=name, updated_at=_now())
+            )
+
+    async def agents(self, *, tenant: str | None = None) -> list[tuple[str, str | None]]:
+        """Every white agent that has an assessment (of `tenant`; None: of anyone), alphabetically by URL,
+        each with the card name of its newest assessment that has one."""
+        conditions = [AssessmentRow.tenant == tenant] if tenant is not None else []
+        newest_name = (
+            select(AssessmentRow.agent_url, func.max(AssessmentRow.created_at).label("created_at"))
+            .where(*conditions, AssessmentRow.agent_name.is_not(None))
+            .group_by(AssessmentRow.agent_url)
+            .subquery()
+        )
+        async with self._session() as session:
+            names = {
+                url: name
+                for url, name in await session.execute(
+                    select(AssessmentRow.agent_url, AssessmentRow.agent_name)
+                    .join(
+                        newest_name,
+                        (AssessmentRow.agent_url == newest_name.c.agent_url)
+                        & (AssessmentRow.created_at == newest_name.c.created_at),
+                    )
+                    .where(*conditions)
+                )
+            }
+        return [(url, names.get(url)) for url in await self.agent_urls(tenant=tenant)]
+
+    async def task_history(
+        self, agent_url: str, task_id: str, *, tenant: str | None = None, limit: int = 50
+    ) -> list[TaskRun]:
+        """The `limit` newest assessments of this agent (of `tenant`; None: of anyone) that stored a trial of
+        this task, newest first, each with its trials of the task."""
+        has_task = exists().where(TrialRow.assessment_id == AssessmentRow.id, TrialRow.task_id == task_id)
+        conditions = [AssessmentRow.agent_url == agent_url, has_task]
+        if tenant is not None:
+            conditions.append(AssessmentRow.tenant == tenant)
+        async with self._session() as session:
+            runs = (
+                await session.execute(
+                    select(
+                        AssessmentRow.id,
+                        AssessmentRow.created_at,
+                        AssessmentRow.status,
+                        AssessmentRow.agent_name,
+                    )
+                    .where(*conditions)
+                    .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)
+                    .limit(limit)
+                )
+            ).all()
+            trials: dict[str, list[TrialSummary]] = {run.id: [] for run in runs}
+            if trials:
+                rows = await session.execute(
+                    select(TrialRow.assessment_id, *_SUMMARY_COLUMNS)
+                    .where(TrialRow.assessment_id.in_(list(trials)), TrialRow.task_id == task_id)
+                    .order_by(TrialRow.trial)
+                )
+                for row in rows:
+                    trials[row.assessment_id].append(trial_summary(row))
+        return [TaskRun(run.id, run.created_at, run.status, run.agent_name, trials[run.id]) for run in runs]
 
     async def agent_urls(self, *, tenant: str | None = None) -> list[str]:
         """Every white agent that has an assessment (of `tenant`; None: of anyone), alphabetically."""
@@ -1068,6 +1160,7 @@ class AssessmentRepository:
                 select(
                     AssessmentRow.id,
                     AssessmentRow.agent_url,
+                    AssessmentRow.agent_name,
                     AssessmentRow.created_at,
                     report["avg_reward"].as_float().label("avg_reward"),
                     report["excluded"].label("excluded"),
@@ -1084,6 +1177,7 @@ class AssessmentRepository:
                     avg_reward=r.avg_reward,
                     excluded=r.excluded if isinstance(r.excluded, dict) else {},
                     complete=r.complete if isinstance(r.complete, bool) else None,
+                    agent_name=r.agent_name,
                 )
                 for r in rows
             ]

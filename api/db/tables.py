@@ -74,6 +74,9 @@ class AssessmentRow(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     status: Mapped[str] = mapped_column(String(16), index=True)
     agent_url: Mapped[str] = mapped_column(String(2048), index=True)
+    agent_name: Mapped[str | None] = mapped_column(
+        String(1024), doc="The name on the agent's card, cleaned and bounded by the engine (display only)."
+    )
     config: Mapped[dict[str, Any]]
     source: Mapped[str] = mapped_column(
         String(8), doc="rest, a2a, cli or import: the door the assessment came in by."

@@ -553,6 +553,11 @@ class AssessmentService:
         )
         if record.trials_done:  # stored trials: the agent was reached, by this process or another
             run.mark_reached()
+        if run.agent_name != record.agent_name:  # its card's name, shown beside its URL
+            await _with_retries(
+                f"storing the agent name of assessment {assessment_id}",
+                lambda: self.repository.set_agent_name(assessment_id, run.agent_name),
+            )
         order = self._engine.longest_first(self._engine.trial_keys(config))
         opened = _Opened(
             run,

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from api.db.repository import AssessmentRecord, Attempt, TrialSummary
+from green_agent.failures import kinds
 from green_agent.models import AssessmentReport
 
 MAX_OFFSET = 2**31 - 1
@@ -56,6 +57,11 @@ class AssessmentPublic(BaseModel):
     id: str
     status: str = Field(description="queued, running, completed, failed or cancelled")
     agent_url: str
+    agent_name: str | None = Field(
+        default=None,
+        description="The name on the agent's card, once it was read: control and bidi characters removed, at "
+        "most GREEN_AGENT_MAX_CARD_NAME_CHARS characters. The agent's own text: escape it where you show it.",
+    )
     source: str = Field(description="rest, a2a, cli or import (a re-scored tau2 file)")
     tenant: str = Field(description="The tenant of the API key that started it (open mode: default).")
     config: dict[str, Any]
@@ -94,6 +100,7 @@ class AssessmentPublic(BaseModel):
             id=record.id,
             status=record.status,
             agent_url=record.agent_url,
+            agent_name=record.agent_name,
             source=record.source,
             tenant=record.tenant,
             config=record.config,
@@ -134,6 +141,11 @@ class TrialSummaryPublic(BaseModel):
     nl_status: str
     steps: int
     error: str | None
+    failure_kinds: list[str] | None = Field(
+        default=None,
+        description='What went wrong in a failed trial, by kind (docs/api.md, "Failures"); empty for a '
+        "passed or excluded one; None when stored before failures were classified.",
+    )
     finished_at: datetime
     link: str
 
@@ -148,6 +160,7 @@ class TrialSummaryPublic(BaseModel):
             nl_status=summary.nl_status,
             steps=summary.steps,
             error=summary.error,
+            failure_kinds=None if summary.failures is None else list(kinds(summary.failures)),
             finished_at=summary.finished_at,
             link=f"/assessments/{assessment_id}/trials/{summary.task_id}/{summary.trial}",
         )

@@ -23,6 +23,7 @@ from green_agent.limits import (
     ValueTooLarge,
     clean_json,
     cut_text,
+    display_name,
     json_depth_within,
     message_bytes,
     storable,
@@ -322,3 +323,15 @@ async def test_admitting_one_reply_lets_other_tasks_run_between_its_steps() -> N
     other.cancel()
     assert [c.name for c in admitted.calls] == ["calculate"]
     assert during >= 3
+
+
+def test_a_card_name_is_cleaned_and_bounded_at_max_card_name_chars() -> None:
+    limit = AgentLimits().max_card_name_chars
+    assert display_name("x" * limit, limit) == "x" * limit  # at the bound: kept whole
+    past = display_name("x" * (limit + 1), limit)
+    assert past == "x" * (limit - 1) + "…" and len(past) == limit  # just past it: cut, with an ellipsis
+    # Bidi overrides and isolates, zero-width and private-use characters dropped; controls and line breaks
+    # made single spaces.
+    assert display_name("\u202eAcme\u2066\u200b \ue000bot\x00\x1b\n\t v2 ", limit) == "Acme bot v2"
+    assert display_name("\u202e\x00 \n", limit) is None and display_name("", limit) is None
+    assert display_name("A" * 10_000_000, 8) == "AAAAAAA…"  # reads 4 x limit characters at most

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from green_agent.diagnosis import replay_trial, trial_calls
-from green_agent.models import ToolCallRecord, TranscriptMessage, TrialResult
+from green_agent.diagnosis import diagnose, replay_trial, trial_calls
+from green_agent.models import SIGNAL_DB, Signal, ToolCallRecord, TranscriptMessage, TrialResult
 from retail_domain import RetailData
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -56,3 +56,42 @@ def test_replay_of_a_trial_that_skipped_the_write(data: RetailData) -> None:
 def test_replay_of_the_gold_calls_matches(data: RetailData) -> None:
     replay = replay_trial(data, result_with_calls(data, "0", skip_last=False, stored_hash=None))
     assert replay.matched and replay.differences == []
+
+
+def test_diagnose_names_the_missing_write_and_replays_the_db(data: RetailData) -> None:
+    result = result_with_calls(data, "0", skip_last=True, stored_hash=None)
+    failed = result.model_copy(
+        update={
+            "signals": [Signal(name=SIGNAL_DB, passed=False, counts=True, detail="")],
+            "db_expected_hash": data.gold("0").db_hash,
+        }
+    )
+    diagnosis = diagnose(data, failed)
+    assert diagnosis.replay is not None and not diagnosis.replay.matched
+    assert [(f.kind, f.action) for f in diagnosis.failures or []] == [
+        ("missing_action", "exchange_delivered_order_items")
+    ]
+    passed = diagnose(data, result_with_calls(data, "0", skip_last=False, stored_hash=None))
+    assert passed.failures == [] and passed.replay is None  # no DB hash stored: nothing to replay
+
+
+def test_a_db_difference_no_call_explains_lists_the_fields(data: RetailData) -> None:
+    """Upstream's ACTION check compares the keys of the call when the gold action has no compare_args: an
+    exchange without its payment method "matches" gold, yet the tool refuses it and the DB stays as it was."""
+    result = result_with_calls(data, "0", skip_last=False, stored_hash=None)
+    call = result.transcript[-2].tool_calls[0]  # type: ignore[index]
+    del call.arguments["payment_method_id"]
+    result.transcript[-1].error = True
+    result = result.model_copy(
+        update={
+            "signals": [Signal(name=SIGNAL_DB, passed=False, counts=True, detail="")],
+            "db_expected_hash": data.gold("0").db_hash,
+        }
+    )
+    failures = diagnose(data, result).failures or []
+    fields = [(f.argument or "", f.got, f.expected) for f in failures if f.kind == "db_difference"]
+    assert any(
+        path.endswith(".status") and (got, gold) == ("delivered", "exchange requested")
+        for path, got, gold in fields
+    ), fields
+    assert [f.kind for f in failures][-1] == "tool_errors"

@@ -43,13 +43,17 @@ class FunctionExecutor(AgentExecutor):
 
 @contextlib.asynccontextmanager
 async def serve_executor(
-    executor: AgentExecutor, *, structured: bool = False, protocol_version: str = "1.0"
+    executor: AgentExecutor,
+    *,
+    structured: bool = False,
+    protocol_version: str = "1.0",
+    name: str = "test-agent",
 ) -> AsyncIterator[str]:
-    """Serve any executor as an A2A agent on loopback; yields its base URL."""
+    """Serve any executor as an A2A agent on loopback (its card named `name`); yields its base URL."""
 
     def app_for(url: str) -> Starlette:
         card = agent_card(
-            name="test-agent",
+            name=name,
             description="a white agent written by a test",
             url=url,
             structured=structured,
@@ -159,6 +163,40 @@ class SloppyExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         return None
+
+
+class BuggyExecutor(SloppyExecutor):
+    """A white agent with the bugs a vendor hunts, one per task (text dialect, scripted customer): on each
+    task named in `bugs` it makes the gold calls with that bug, on any other task the gold calls as they are.
+
+    * `skip_write`: leaves out the last gold write (a missing action);
+    * `wrong_payment`: sends the last gold write with a payment method the user does not have;
+    * `extra_write`: makes the gold calls, then changes the user's address (a write the task did not want);
+    * `loop`: looks the user up again and again until the step limit ends the trial.
+
+    `bugs` may be changed between assessments (a vendor fixing one)."""
+
+    def __init__(self, data: RetailData, bugs: dict[str, str]) -> None:
+        super().__init__(data)
+        self.bugs = bugs
+
+    def _plan(self, task_id: str) -> list[tuple[str, dict[str, Any]] | None]:
+        actions = [(a.name, copy.deepcopy(a.arguments)) for a in self._data.tasks[task_id].gold_actions]
+        writes = [i for i, (name, _) in enumerate(actions) if name in WRITE_TOOLS]
+        user = next((args["user_id"] for _, args in actions if "user_id" in args), "nobody")
+        bug = self.bugs.get(task_id)
+        if bug == "skip_write" and writes:
+            del actions[writes[-1]]
+        elif bug == "wrong_payment" and writes:
+            actions[writes[-1]][1]["payment_method_id"] = "gift_card_0000000"
+        elif bug == "extra_write":
+            address = {"address1": "1 Nowhere Road", "address2": "", "city": "Austin", "state": "TX"}
+            actions.append(
+                ("modify_user_address", {"user_id": user, **address, "country": "USA", "zip": "78701"})
+            )
+        elif bug == "loop":
+            return [("get_user_details", {"user_id": user})] * 10_000
+        return [*actions, None]
 
 
 class FlakyOracle(OracleExecutor):

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, ConsoleMessage, Error, Page, async_playwright
+from playwright.async_api import Browser, ConsoleMessage, Error, Page, ViewportSize, async_playwright
 
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData, load_retail_data
@@ -25,6 +25,35 @@ from tests.support.agents import SloppyExecutor, serve_executor
 from tests.support.fake_llm import FakeReply, serve_fake_llm
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
+PHONE: ViewportSize = {"width": 390, "height": 844}  # an iPhone 12 to 15
+
+# Tables that need more room than they have: a box that scrolls sideways (`.wide`) hides part of its table,
+# and a cell squeezed below its words' widths breaks them ("delive" / "red"). Both are listed as text.
+CLIPPED_TABLES = """() => {
+  const problems = [];
+  for (const box of document.querySelectorAll("main .wide")) {
+    const hidden = box.scrollWidth - box.clientWidth;
+    if (hidden > 1) problems.push(`scrolls: ${box.querySelector("table")?.className} by ${hidden}px`);
+  }
+  for (const table of document.querySelectorAll("main table")) {
+    const right = table.getBoundingClientRect().right;
+    if (right > document.documentElement.clientWidth + 1) problems.push(`overflows: ${table.className}`);
+    const walker = document.createTreeWalker(table, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (node.parentElement.closest(".sr")) continue;
+      for (const match of node.data.matchAll(/[A-Za-z]{2,14}/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const rects = [...range.getClientRects()].filter((r) => r.width > 0);
+        const lines = new Set(rects.map((r) => Math.round(r.top)));
+        if (lines.size > 1) problems.push(`broken word: ${match[0]} in ${table.className}`);
+      }
+    }
+  }
+  return problems;
+}"""
+
 TASKS = ["0", "1", "2", "3"]  # 0 and 1 are scored on the DB alone; 2 and 3 carry one NL assertion each
 TRIALS = 2
 HOSTILE_REASON = '<img src="x" onerror="window.__pwned = \'judge\'">the agent never said so'
@@ -156,3 +185,17 @@ async def tab(browser: Browser, service: Service, artifacts: Path) -> AsyncItera
         yield tab
     finally:
         await context.close()
+
+
+async def no_sideways_scroll(tab: Tab) -> None:
+    """The page is no wider than the window."""
+    overflow = await tab.page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0, f"{tab.page.url} is {overflow}px wider than the window"
+
+
+async def no_clipped_table(tab: Tab) -> None:
+    """No table of the page is cut off by a box scrolling sideways, or squeezed until its words break."""
+    problems = await tab.page.evaluate(CLIPPED_TABLES)
+    assert problems == [], f"{tab.page.url}: {problems}"

@@ -118,8 +118,9 @@ async def test_a_tenant_sees_only_its_own_assessments(page: Page, tenants: Tenan
         tenants.a_oracle,
         tenants.a_sloppy,
     }
-    agents = await page.locator('select[name="agent"] option').all_inner_texts()
-    assert set(agents) == {"any", *tenants.agents_a}  # the agent filter offers a's agents only
+    agents = page.locator('select[name="agent"] option')
+    values = [await option.get_attribute("value") for option in await agents.all()]
+    assert set(values) == {"", *tenants.agents_a}  # the agent filter offers a's agents only
 
     await page.locator(f'tr[data-assessment="{tenants.a_oracle}"] a').first.click()
     await expect(page).to_have_url(re.compile(f"/ui/assessments/{tenants.a_oracle}$"))
@@ -145,12 +146,17 @@ async def test_a_tenant_sees_only_its_own_assessments(page: Page, tenants: Tenan
     for path in (
         f"/ui/assessments/{tenants.b_oracle}/report.json",
         f"/ui/assessments/{tenants.b_oracle}/leaderboard.json",
+        f"/ui/assessments/{tenants.b_oracle}/tau2.json",
+        f"/ui/assessments/{tenants.b_oracle}/trials.csv",
+        f"/ui/assessments/{tenants.b_oracle}/trials/0/0/trial.json",
         f"/ui/live?id={tenants.b_oracle}",
     ):
         download = await page.request.get(path)  # the page's cookie goes along
         assert download.status == 404 and tenants.b_oracle in await download.text(), path
     own = await page.request.get(f"/ui/assessments/{tenants.a_oracle}/report.json")
     assert own.status == 200 and (await own.json())["id"] == tenants.a_oracle
+    own_csv = await page.request.get(f"/ui/assessments/{tenants.a_oracle}/trials.csv")
+    assert own_csv.status == 200 and (await own_csv.text()).startswith("task_id,trial,")
 
     await page.goto(f"/ui/compare?id={tenants.a_oracle}&id={tenants.a_sloppy}")
     await expect(page.locator("#change-summary")).to_be_visible()  # two of a's own: compared
@@ -158,7 +164,7 @@ async def test_a_tenant_sees_only_its_own_assessments(page: Page, tenants: Tenan
     await page.goto("/ui/leaderboard")
     board = page.locator("table td.agent")
     await expect(board).to_have_count(2)
-    assert set(await board.all_inner_texts()) == tenants.agents_a
+    assert {await cell.get_attribute("data-agent-url") for cell in await board.all()} == tenants.agents_a
 
     await page.get_by_role("button", name="Sign out").click()
     await expect(page).to_have_url(re.compile("/ui/login$"))
@@ -175,7 +181,8 @@ async def test_an_admin_sees_every_tenant(page: Page, tenants: TenantService) ->
     await page.goto("/ui/leaderboard")
     board = page.locator("table td.agent")
     await expect(board).to_have_count(3)
-    assert set(await board.all_inner_texts()) == {*tenants.agents_a, tenants.agent_b}
+    urls = {await cell.get_attribute("data-agent-url") for cell in await board.all()}
+    assert urls == {*tenants.agents_a, tenants.agent_b}
 
 
 def cookie_of(key: str) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """The web UI at desktop and phone widths (Debian's Chromium): failed and cancelled runs in red with their
-reason, rows named by short id and agent, no sideways scrolling at 400 px, compare by picking from lists,
-"nothing to check" shown one way for every signal, empty sections left out, tool results folded."""
+reason, rows named by short id and agent, no sideways scrolling and no clipped table at 390 px, compare by
+picking from lists, "nothing to check" shown one way for every signal, empty sections left out, tool results
+folded."""
 
 from __future__ import annotations
 
@@ -10,12 +11,10 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from playwright.async_api import Browser, ViewportSize, expect
+from playwright.async_api import Browser, expect
 
 from tests.api.servers import poll
-from tests.ui.conftest import Service, Tab
-
-PHONE: ViewportSize = {"width": 400, "height": 800}
+from tests.ui.conftest import PHONE, Service, Tab, no_clipped_table, no_sideways_scroll
 
 
 @dataclass(frozen=True)
@@ -53,13 +52,6 @@ async def phone(browser: Browser, service: Service, tab: Tab) -> AsyncIterator[T
         await context.close()
 
 
-async def _no_sideways_scroll(tab: Tab) -> None:
-    overflow = await tab.page.evaluate(
-        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-    )
-    assert overflow <= 0, f"{tab.page.url} is {overflow}px wider than the window"
-
-
 async def test_failed_and_cancelled_runs_are_red_with_their_reason(tab: Tab, ended: Ended) -> None:
     page = tab.page
     await page.goto("/ui")
@@ -88,12 +80,13 @@ async def test_rows_are_named_by_short_id_and_agent(tab: Tab, service: Service) 
     await page.goto("/ui")
     row = page.locator(f'tr[data-assessment="{service.oracle_id}"]')
     await expect(row.locator(".name code")).to_have_text(service.oracle_id[:8])
-    agent = (await row.locator(".agent").get_attribute("title")) or ""
-    await expect(row.locator(".agent")).to_have_text(agent.split("://", 1)[1].rstrip("/"))
+    agent = (await row.locator(".agent").get_attribute("data-agent-url")) or ""
+    await expect(row.locator(".agent .agent-url")).to_have_text(agent.split("://", 1)[1].rstrip("/"))
+    await expect(row.locator(".agent .agent-name")).to_have_text("reference-oracle")  # its card's name
 
 
 @pytest.mark.parametrize("width", ["desktop", "phone"])
-async def test_list_assessment_and_trial_pages_never_scroll_sideways(
+async def test_no_page_scrolls_sideways_nor_clips_a_table_on_a_phone(
     width: str, tab: Tab, phone: Tab, service: Service, ended: Ended
 ) -> None:
     viewer = phone if width == "phone" else tab
@@ -103,11 +96,17 @@ async def test_list_assessment_and_trial_pages_never_scroll_sideways(
         "assessment-failed": f"/ui/assessments/{ended.failed_id}",
         "trial": f"/ui/assessments/{service.sloppy_id}/trials/0/0",
         "trial-judged": f"/ui/assessments/{service.oracle_id}/trials/3/1",
+        "trial-excluded": f"/ui/assessments/{service.sloppy_id}/trials/2/0",
         "compare": f"/ui/compare?id={service.oracle_id}&id={service.sloppy_id}",
+        "compare-pick": "/ui/compare",
+        "leaderboard": "/ui/leaderboard?partial=true",
+        "login": "/ui/login",
     }
     for name, path in pages.items():
         await viewer.page.goto(path)
-        await _no_sideways_scroll(viewer)
+        await no_sideways_scroll(viewer)
+        if width == "phone":
+            await no_clipped_table(viewer)
         await viewer.shot(f"{width}-{name}")
     if width == "phone":  # the agent URL is not broken mid-word when it fits the card
         await viewer.page.goto("/ui")

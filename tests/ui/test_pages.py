@@ -41,8 +41,8 @@ async def test_list_to_assessment_to_trial(tab: Tab, service: Service) -> None:
     await expect(grid.locator("a.cell")).to_have_count(len(TASKS) * TRIALS)
     # The judge fails task 3's assertion: the oracle did the right thing to the DB, but not in its words.
     await expect(grid.locator("a.cell.o-passed")).to_have_count(6)
-    await expect(grid.locator('.task[data-task="3"] a.cell.o-failed_nl')).to_have_count(TRIALS)
-    await expect(page.locator("body")).to_contain_text("an NL assertion failed")
+    await expect(grid.locator('.task[data-task="3"] a.cell.o-nl_assertion')).to_have_count(TRIALS)
+    await expect(page.locator("#common-failures")).to_contain_text("NL assertion not met: Agent should tell")
     judge_usage = page.locator("#usage tbody tr").filter(has_text="judge")
     await expect(judge_usage).to_contain_text("fake-judge")
     await expect(judge_usage.locator("td").nth(2)).to_have_text("4")  # one call per trial of tasks 2 and 3
@@ -59,7 +59,9 @@ async def test_list_to_assessment_to_trial(tab: Tab, service: Service) -> None:
     await tab.shot("trial-oracle")
 
     await page.goto(f"/ui/assessments/{service.oracle_id}/trials/3/1")
-    await expect(page.locator("#trial-outcome")).to_have_text("failed: NL assertion")
+    await expect(page.locator("#trial-outcome")).to_have_text("NL assertion failed")
+    unmet = page.locator('#failures li[data-kind="nl_assertion"]')
+    await expect(unmet).to_contain_text("NL assertion 1 not met")
     verdict = page.locator("#nl tbody tr")
     await expect(verdict).to_have_count(1)
     await expect(verdict).to_contain_text("failed")
@@ -76,17 +78,17 @@ async def test_failed_trial_shows_db_diff_and_hostile_text_stays_text(tab: Tab, 
     policy = response.headers["content-security-policy"]
     assert "script-src 'self'" in policy and "unsafe-inline" not in policy
     grid = page.locator("#trial-grid")
-    await expect(grid.locator("a.cell.o-failed_db")).to_have_count(4)
+    await expect(grid.locator("a.cell.o-missing_action")).to_have_count(4)
     await expect(grid.locator("a.cell.o-excluded")).to_have_count(4)
     await expect(page.locator("#partial")).to_contain_text("4 trials excluded after infrastructure errors")
     # Task 3 needs the judge (down for this agent): its DB check failed, and it is left out all the same,
     # like task 2 whose DB check passed: which trials count never depends on whether they passed.
     await expect(grid.locator('.task[data-task="3"] a.cell.o-excluded')).to_have_count(2)
     await expect(grid.locator('.task[data-task="2"] a.cell.o-excluded')).to_have_count(2)
-    await expect(page.locator("body")).to_contain_text("final DB differs from gold")
+    await expect(page.locator("#common-failures")).to_contain_text("missing exchange_delivered_order_items")
 
     await grid.locator('a.cell[href$="/trials/0/0"]').click()
-    await expect(page.locator("#trial-outcome")).to_have_text("failed: DB state")
+    await expect(page.locator("#trial-outcome")).to_have_text("missing write")
     # The agent skipped the exchange: the order's status is not what gold has.
     diff = page.locator("#db-diff table.diff tbody tr")
     status_row = diff.filter(has_text=re.compile(r"orders/#W\d+\.status"))
@@ -137,7 +139,7 @@ async def test_compare_two_assessments(tab: Tab, service: Service) -> None:
     assert tab.errors == []
 
 
-async def test_leaderboard_sorts_and_hides_partial_runs(tab: Tab, service: Service) -> None:
+async def test_leaderboard_hides_partial_runs_unless_asked(tab: Tab, service: Service) -> None:
     page = tab.page
     await page.goto("/ui/leaderboard")
     rows = page.locator("#leaderboard tbody tr")
@@ -145,12 +147,14 @@ async def test_leaderboard_sorts_and_hides_partial_runs(tab: Tab, service: Servi
     await expect(page.locator("body")).to_contain_text("1 partial assessment is hidden")
     await expect(rows).to_have_count(1)
     await expect(rows.first).to_contain_text(service.oracle_id[:8])
+    await expect(rows.first.locator('[data-column="avg_reward"]')).to_have_text("0.750 ± 0.490")
     await page.get_by_role("link", name="Include partial assessments").click()
-    await expect(rows).to_have_count(2)
-    await expect(rows.first).to_contain_text(service.oracle_id[:8])  # best average reward first
+    await expect(rows).to_have_count(1)  # never ranked with the complete ones
+    partial = page.locator("#partial-runs tbody tr")
+    await expect(partial).to_have_count(1)
+    await expect(partial).to_contain_text(service.sloppy_id[:8])
+    await expect(partial.locator(".covers")).to_contain_text("4 of 8 trials scored, on 2 of 4 tasks (0–1)")
     await expect(page.locator("#leaderboard thead")).to_contain_text("pass^2")
-    await page.locator("#leaderboard thead").get_by_role("link", name=re.compile("Avg reward")).click()
-    await expect(rows.first).to_contain_text(service.sloppy_id[:8])  # ascending now
     await tab.shot("leaderboard")
     assert tab.errors == []
 

@@ -14,7 +14,7 @@ from green_agent.config import AssessmentConfig
 from green_agent.errors import LLMRefusedConversation
 from green_agent.limits import AgentLimits, llm_failure_outcome
 from green_agent.metrics import compute_report
-from green_agent.models import AssessmentReport, TrialResult
+from green_agent.models import FAILURE_KINDS, AssessmentReport, RunInfo, TrialResult
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -49,13 +49,18 @@ def trial(
 def test_outcomes_and_reasons() -> None:
     assert views.outcome(trial()) == "passed"
     assert views.outcome(trial(reward=None)) == "excluded"
-    assert views.outcome(trial(reward=0.0, db=False)) == "failed_db"
-    assert views.outcome(trial(reward=0.0, nl=False)) == "failed_nl"
-    assert views.outcome(trial(reason="max_steps", reward=0.0)) == "failed_termination"
+    # Trials stored before failures were classified: what their signals say.
+    assert views.outcome(trial(reward=0.0, db=False)) == "db_difference"
+    assert views.outcome(trial(reward=0.0, nl=False)) == "nl_assertion"
+    assert views.outcome(trial(reason="max_steps", reward=0.0)) == "termination"
     assert (
-        views.outcome(trial(reason="agent_error", reward=0.0, db=False, error="timed out")) == "agent_error"
+        views.outcome(trial(reason="agent_error", reward=0.0, db=False, error="timed out")) == "termination"
     )
-    assert views.outcome(trial(reason="internal_error", reward=0.0)) == "internal_error"
+    assert views.trial_kinds(trial(reason="agent_error", reward=0.0, db=False)) == [
+        "termination",
+        "db_difference",
+    ]
+    assert views.outcome(trial(reward=0.0)) == "failed"  # nothing says why (a v0 COMMUNICATE basis)
 
     failed = trial(reason="too_many_errors", reward=0.0, db=False, error="line one\nline two")
     assert views.failure_reasons(failed) == [
@@ -79,7 +84,7 @@ def test_a_failure_of_our_llm_that_the_agent_provoked_is_the_agents_with_its_cau
             LLMRefusedConversation("LLM 'm' failed: ...", cause), 10, limits, party
         )
         provoked = trial(reason="agent_error", reward=0.0, db=False, error=error)
-        assert views.outcome(provoked) == "agent_error" and views.OUTCOMES["agent_error"] == "agent error"
+        assert views.outcome(provoked) == "termination"
         assert views.failure_reasons(provoked) == [
             "ended by agent_error",
             "final DB differs from gold",
@@ -94,9 +99,66 @@ def test_a_failure_of_our_llm_that_the_agent_provoked_is_the_agents_with_its_cau
 def test_grid_orders_tasks_and_marks_pending_cells() -> None:
     rows = views.grid(["2", "10", "1"], 2, [trial("10", 1, reward=0.0, db=False), trial("99", 0)])
     assert [r.task_id for r in rows] == ["2", "10", "1", "99"]  # the selection's order, then strays
-    assert [c.outcome for c in rows[1].cells] == ["pending", "failed_db"]
+    assert [c.outcome for c in rows[1].cells] == ["pending", "db_difference"]
     assert "final DB differs from gold" in rows[1].cells[1].title
-    assert views.outcome_counts(rows) == {"passed": 1, "failed_db": 1, "pending": 6}
+    assert views.outcome_counts(rows) == {"passed": 1, "db_difference": 1, "pending": 6}
+
+
+MISSING = {"kind": "missing_action", "action": "exchange_delivered_order_items", "detail": "never called"}
+WRONG = {"kind": "wrong_arguments", "action": "cancel_pending_order", "argument": "reason", "detail": "..."}
+ENDED = {"kind": "termination", "got": "max_steps", "detail": "step limit"}
+
+
+def failed(task_id: str, k: int, *failures: dict[str, Any], reason: str = "user_stop") -> TrialSummary:
+    base = trial(task_id, k, reason=reason, reward=0.0, db=False)
+    return TrialSummary(**{**base.__dict__, "failures": failures})
+
+
+def test_stored_failures_colour_filter_count_and_list_the_failing_tasks() -> None:
+    assert tuple(views.FAILURE_NAMES) == FAILURE_KINDS  # every kind has its words, in kind order
+    summaries = [
+        failed("2", 0, MISSING),
+        failed("2", 1, ENDED, MISSING, reason="max_steps"),
+        trial("2", 2),
+        failed("10", 0, WRONG),
+        trial("5", 0, reward=None),
+    ]
+    assert [views.outcome(s) for s in summaries] == [
+        "missing_action",
+        "termination",  # the first kind names the colour
+        "passed",
+        "wrong_arguments",
+        "excluded",
+    ]
+    assert views.cell(summaries[1]).kinds == ("termination", "missing_action")
+    assert views.failure_reasons(summaries[1]) == [
+        "ended by max_steps",
+        "missing exchange_delivered_order_items",
+    ]
+    assert views.kind_counts(summaries) == {"termination": 1, "missing_action": 2, "wrong_arguments": 1}
+    assert views.common_failures(summaries) == [
+        ("missing exchange_delivered_order_items", 2),
+        ("ended by max_steps", 1),
+        ("wrong reason to cancel_pending_order", 1),
+    ]
+    assert views.common_failures(summaries, kind="wrong_arguments") == [
+        ("wrong reason to cancel_pending_order", 1)
+    ]
+
+    tasks = views.failing_tasks(summaries)
+    assert [(t.task_id, t.failed, t.scored, t.trials) for t in tasks] == [
+        ("2", 2, 3, [0, 1]),
+        ("10", 1, 1, [0]),
+    ]
+    assert tasks[0].reasons[0] == ("missing exchange_delivered_order_items", 2)
+    only = views.failing_tasks(summaries, kind="termination")
+    assert [(t.task_id, t.trials) for t in only] == [("2", [1])]
+
+    # Next and previous failed trial, in grid order (task 2 before task 10), optionally of one kind.
+    assert views.failed_neighbours(summaries, "2", 0) == (None, ("2", 1))
+    assert views.failed_neighbours(summaries, "2", 1) == (("2", 0), ("10", 0))
+    assert views.failed_neighbours(summaries, "2", 2) == (("2", 1), ("10", 0))  # from a passed trial too
+    assert views.failed_neighbours(summaries, "10", 0, kind="missing_action") == (("2", 1), None)
 
 
 def test_compare_puts_regressions_first() -> None:
@@ -119,7 +181,13 @@ def test_compare_puts_regressions_first() -> None:
     assert deltas[0].delta == -0.5
 
 
-def report(avg: float | None, pass_k: dict[int, float], not_judged: int = 0) -> AssessmentReport:
+def report(
+    avg: float | None,
+    pass_k: dict[int, float],
+    not_judged: int = 0,
+    tasks: tuple[str, ...] = ("1", "2"),
+    customer: str = "scripted",
+) -> AssessmentReport:
     return AssessmentReport(
         num_tasks=2,
         num_trials=len(pass_k),
@@ -130,6 +198,8 @@ def report(avg: float | None, pass_k: dict[int, float], not_judged: int = 0) -> 
         excluded={"infrastructure_error": 0, "not_judged": not_judged},
         avg_reward=avg,
         pass_hat_k=pass_k,
+        task_rewards={t: avg for t in tasks} if avg is not None else {},
+        run_info=RunInfo(user_model_name=customer, user_model=None),
     )
 
 
@@ -144,31 +214,55 @@ def scored(assessment_id: str, agent: str, age_days: int, report: AssessmentRepo
     )
 
 
-def test_leaderboard_keeps_the_best_complete_run_per_agent() -> None:
+def test_leaderboard_keeps_each_agents_most_recent_complete_run_and_ranks_by_coverage() -> None:
     reports = {
         "a3": report(0.5, {1: 0.5}),
-        "a2": report(0.9, {1: 0.9, 2: 0.8}),
-        "b1": report(1.0, {1: 1.0}, not_judged=2),
+        "a2": report(0.9, {1: 0.9, 2: 0.8}),  # better, but older: a's row is a3
+        "b2": report(1.0, {1: 1.0}, not_judged=2),  # partial, newer than b's complete run
+        "b1": report(0.7, {1: 0.7}),
         "c1": report(None, {}),
+        "d1": report(0.2, {1: 0.2}, tasks=("1", "2", "3")),  # another subset: ranked apart
+        "e1": report(0.8, {1: 0.8}, customer="gpt-4.1"),  # another customer: ranked apart
     }
     newest_first = [
         scored("a3", "http://a", 0, reports["a3"]),
         scored("a2", "http://a", 1, reports["a2"]),
-        scored("b1", "http://b", 0, reports["b1"]),
+        scored("b2", "http://b", 0, reports["b2"]),
+        scored("b1", "http://b", 1, reports["b1"]),
         scored("c1", "http://c", 0, reports["c1"]),
+        scored("d1", "http://d", 0, reports["d1"]),
+        scored("e1", "http://e", 0, reports["e1"]),
     ]
-    best, hidden = views.best_per_agent(newest_first, include_partial=False)
-    assert hidden == 1 and {b.id for b in best} == {"a2", "c1"}
-    best, hidden = views.best_per_agent(newest_first, include_partial=True)
-    assert hidden == 0
-    rows = views.leaderboard_rows(best, reports)
-    by_pass2 = views.sort_leaderboard(rows, "pass2", descending=True)
-    assert [r.assessment_id for r in by_pass2] == ["a2", "b1", "c1"]  # no pass^2: last
-    ascending = views.sort_leaderboard(rows, "avg_reward", descending=False)
-    assert [r.assessment_id for r in ascending] == ["a2", "b1", "c1"]  # missing last in either direction
-    assert [r.complete for r in rows] == [True, False, True]
+    chosen = views.latest_per_agent(newest_first, include_partial=False)
+    assert [c.id for c in chosen.complete] == ["a3", "b1", "c1", "d1", "e1"]
+    assert chosen.partial == [] and chosen.partial_hidden == 1
+    shown = views.latest_per_agent(newest_first, include_partial=True)
+    assert [c.id for c in shown.partial] == ["b2"] and shown.partial_hidden == 0
+
+    groups = views.group_by_coverage(views.leaderboard_rows(chosen.complete, reports))
+    # The widest coverage first; c1 scored nothing (its own group, last).
+    assert [[r.assessment_id for r in g.rows] for g in groups] == [["d1"], ["a3", "b1"], ["e1"], ["c1"]]
+    assert groups[-1].coverage.label(114) == "no task scored × 0 trials, customer scripted"
+    same = next(g for g in groups if "a3" in {r.assessment_id for r in g.rows})
+    assert same.coverage.label(114) == "2 tasks (1–2) × 1 trial, customer scripted"
+    assert groups[0].coverage.label(3) == "all 3 tasks × 1 trial, customer scripted"
+    ascending = views.sort_leaderboard(same.rows, "avg_reward", descending=False)
+    assert [r.assessment_id for r in ascending][:2] == ["a3", "b1"]
+    with_pass2 = [*same.rows, *views.leaderboard_rows([newest_first[1]], reports)]  # a2 has pass^2
+    by_pass2 = views.sort_leaderboard(with_pass2, "pass2", descending=False)
+    assert by_pass2[0].assessment_id == "a2"  # the rows without one last, either way
+    partial_row = views.leaderboard_rows(shown.partial, reports)[0]
+    assert views.partial_coverage(partial_row.report) == (
+        "2 of 4 trials scored, on 2 of 2 tasks (1–2), customer scripted"
+    )
     # A report's own `complete` flag wins over the exclusion counts.
     assert views.complete_from({"not_judged": 3}, True) and not views.complete_from({}, False)
+
+
+def test_task_ranges_and_what_a_row_shows() -> None:
+    assert views.task_ranges(["0", "1", "2", "3", "7", "10", "11"]) == "0–3, 7, 10–11"
+    assert views.task_ranges([str(i) for i in range(0, 40, 2)], limit=3) == "0, 2, 4, …"
+    assert views.task_ranges(["5", "x"]) == "5, x"
 
 
 def test_bar_chart_geometry_stays_inside_the_plot() -> None:

@@ -22,6 +22,7 @@ from api.web.schemas import (
     LeaderboardResult,
     RerunOverrides,
 )
+from api.web.trials_csv import csv_response, trials_csv
 from green_agent.config import AssessmentConfig, ConfigError
 from green_agent.uncertainty import Comparison
 
@@ -230,6 +231,19 @@ async def export_assessment(
         document,
         headers={"Content-Disposition": f'attachment; filename="{assessment_id}_retail_tau2.json"'},
     )
+
+
+@router.get(
+    "/{assessment_id}/trials.csv",
+    summary="The trials as CSV, one row per trial: reward, termination, signals, failure kinds and reasons",
+    response_class=Response,
+    responses={200: {"content": {"text/csv": {}}}, **NOT_FOUND},
+)
+async def trials_csv_download(assessment_id: str, runtime: RuntimeDep, principal: PrincipalDep) -> Response:
+    """Cells a spreadsheet would run as a formula are prefixed with an apostrophe (docs/api.md)."""
+    await runtime.service.get(assessment_id, tenant=principal.tenant_filter)  # others' are not found
+    summaries = await runtime.repository.trial_summaries(assessment_id)
+    return csv_response(trials_csv(summaries, f"/assessments/{assessment_id}/trials"), assessment_id)
 
 
 @router.get(

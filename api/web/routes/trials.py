@@ -7,8 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
 from api.security.auth import Principal, PrincipalDep
-from api.web.deps import RepositoryDep
+from api.web.deps import RepositoryDep, RuntimeDep
 from api.web.schemas import MAX_OFFSET, NOT_FOUND, TrialsPage, TrialSummaryPublic
+from api.web.trial_view import diagnosed_trial
 from green_agent.models import TrialResult
 
 router = APIRouter(prefix="/assessments/{assessment_id}/trials", tags=["trials"], responses=NOT_FOUND)
@@ -41,15 +42,19 @@ async def list_trials(
 @router.get(
     "/{task_id}/{trial}",
     response_model=TrialResult,
-    summary="One trial: transcript, signals, NL verdicts with reasons, protocol warnings, judge input",
+    summary="One trial: transcript, signals, NL verdicts with reasons, what went wrong (failures), protocol "
+    "warnings, judge input",
 )
 async def get_trial(
     assessment_id: str,
     task_id: str,
     trial: Annotated[int, Path(ge=0, le=MAX_OFFSET)],
+    runtime: RuntimeDep,
     repository: RepositoryDep,
     principal: PrincipalDep,
 ) -> TrialResult:
+    """`failures` is classified from the stored trial when it is read: each DB field that differs from gold
+    where no missing, wrong or extra write explains it is one entry (docs/api.md, "Failures")."""
     await _require_assessment(repository, assessment_id, principal)
     result = await repository.get_trial(assessment_id, task_id, trial)
     if result is None:
@@ -57,4 +62,4 @@ async def get_trial(
             status.HTTP_404_NOT_FOUND,
             f"assessment {assessment_id} has no finished trial {trial} of task {task_id}",
         )
-    return result
+    return (await diagnosed_trial(runtime, result)).result

@@ -7,7 +7,6 @@ that allows only this service's own scripts and styles, so injected markup stays
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,15 +22,17 @@ from api.db.keys import KeyRepository
 from api.db.repository import STATUSES, AssessmentRecord, trial_summary
 from api.runtime.runtime import Runtime
 from api.runtime.service import AssessmentNotFound, retry_would_help
+from api.runtime.tau2_interop import NotExportable, export_document
 from api.security.auth import UI_LOGIN_PATH, UI_PREFIX, UI_SESSION_COOKIE, principal_for_key
 from api.web.a2a.result import result_data
 from api.web.deps import RuntimeDep
 from api.web.schemas import AssessmentPublic
+from api.web.trial_view import diagnosed_trial
+from api.web.trials_csv import csv_response, trials_csv
 from api.web.ui import views
 from api.web.ui.access import request_principal, same_origin_form, submitted_key, visible_assessment
 from api.web.ui.live import progress_stream
 from green_agent.config import AssessmentConfig, ConfigError
-from green_agent.diagnosis import replay_trial
 from green_agent.uncertainty import format_p
 
 UI_DIR = Path(__file__).parent
@@ -94,9 +95,11 @@ _environment.filters.update(
     estimate=views.estimate_text,
     interval=views.interval_text,
     p_value=format_p,
+    trial_outcome=views.outcome,
+    partial_coverage=views.partial_coverage,
 )
 _environment.tests.update(ended_badly=views.ended_badly)
-_environment.globals.update(OUTCOMES=views.OUTCOMES, STATUSES=STATUSES)
+_environment.globals.update(OUTCOMES=views.OUTCOMES, FAILURE_NAMES=views.FAILURE_NAMES, STATUSES=STATUSES)
 templates = Jinja2Templates(env=_environment)
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -157,19 +160,27 @@ async def assessments_page(
             "next": page_link(page + 1) if page < pages else None,
             "status_filter": status_filter,
             "agent_filter": agent_filter,
-            "agents": await runtime.repository.agent_urls(tenant=viewer.tenant_filter),
+            "agents": await runtime.repository.agents(tenant=viewer.tenant_filter),
             "live_ids": [r.id for r in records if not r.finished],
             "complete": {r.id: r.report.complete for r in records if r.report is not None},
         },
     )
 
 
+def _kind(kind: str | None) -> str | None:
+    """A failure-kind filter from the query: one of the kinds, else none."""
+    return kind if kind in views.FAILURE_NAMES else None
+
+
 @router.get("/assessments/{assessment_id}")
-async def assessment_page(request: Request, assessment_id: str, runtime: RuntimeDep) -> HTMLResponse:
+async def assessment_page(
+    request: Request, assessment_id: str, runtime: RuntimeDep, kind: str | None = None
+) -> HTMLResponse:
     viewer = request_principal(request)
     record = await visible_assessment(runtime, viewer, assessment_id)
     summaries = await runtime.repository.trial_summaries(assessment_id)
     rows = views.grid(_task_ids(runtime, record), int(record.config.get("trials", 1)), summaries)
+    kind = _kind(kind)
     report = record.report
     return _page(
         request,
@@ -186,7 +197,10 @@ async def assessment_page(request: Request, assessment_id: str, runtime: Runtime
             "error_bars": views.error_bars_note(report) if report is not None else None,
             "grid": rows,
             "outcome_counts": views.outcome_counts(rows),
-            "failures": views.common_failures(summaries),
+            "failures": views.common_failures(summaries, kind=kind),
+            "kind": kind,
+            "kind_counts": views.kind_counts(summaries),
+            "failing_tasks": views.failing_tasks(summaries, kind=kind),
             "config_json": _pretty_json(record.config),
             "live": not record.finished,
             "waiting": [] if record.finished else runtime.service.waiting_for(record.id),
@@ -199,7 +213,12 @@ async def assessment_page(request: Request, assessment_id: str, runtime: Runtime
 
 @router.get("/assessments/{assessment_id}/trials/{task_id}/{trial}")
 async def trial_page(
-    request: Request, assessment_id: str, task_id: str, trial: int, runtime: RuntimeDep
+    request: Request,
+    assessment_id: str,
+    task_id: str,
+    trial: int,
+    runtime: RuntimeDep,
+    kind: str | None = None,
 ) -> HTMLResponse:
     viewer = request_principal(request)
     record = await visible_assessment(runtime, viewer, assessment_id)
@@ -215,11 +234,7 @@ async def trial_page(
             },
             status_code=404,
         )
-    replay = None
-    if task_id in runtime.data.tasks and result.db_expected_hash != result.db_actual_hash:
-        replay = await asyncio.to_thread(
-            replay_trial, runtime.data, result, normalize_ids=runtime.settings.normalize_ids
-        )
+    diagnosed = await diagnosed_trial(runtime, result)
     started = result.transcript[0].timestamp if result.transcript else result.started_at
     previous = started
     timings = []  # (seconds since the first message, seconds since the previous one)
@@ -229,6 +244,13 @@ async def trial_page(
         )
         previous = message.timestamp
     summary = trial_summary(result)
+    kind = _kind(kind)
+    previous_failed, next_failed = views.failed_neighbours(
+        await runtime.repository.trial_summaries(assessment_id, failed_only=True), task_id, trial, kind=kind
+    )
+    history = await runtime.repository.task_history(
+        record.agent_url, task_id, tenant=viewer.tenant_filter, limit=runtime.settings.ui_page_size
+    )
     return _page(
         request,
         "trial.html",
@@ -238,8 +260,13 @@ async def trial_page(
             "result": result,
             "outcome": views.outcome(summary),
             "reasons": views.failure_reasons(summary),
-            "replay": replay,
+            "failures": diagnosed.result.failures or [],
+            "replay": diagnosed.replay,
             "task": runtime.data.tasks.get(task_id),
+            "kind": kind,
+            "previous_failed": previous_failed,
+            "next_failed": next_failed,
+            "history": history,
             "signals": views.signal_views(result),
             "show_usage": views.has_usage(result.usage),
             "messages": list(zip(result.transcript, timings, strict=True)),
@@ -296,17 +323,21 @@ async def leaderboard_page(
     partial: bool = False,
 ) -> HTMLResponse:
     viewer = request_principal(request)
-    best, hidden = views.best_per_agent(
+    chosen = views.latest_per_agent(
         await runtime.repository.completed_scores(tenant=viewer.tenant_filter), include_partial=partial
     )
-    reports = await runtime.repository.reports([b.id for b in best])
-    rows = views.leaderboard_rows(best, reports)
-    max_k = max((max(r.report.pass_hat_k, default=0) for r in rows), default=0)
+    reports = await runtime.repository.reports([b.id for b in [*chosen.complete, *chosen.partial]])
+    ranked = views.leaderboard_rows(chosen.complete, reports)
+    partial_rows = views.leaderboard_rows(chosen.partial, reports)
+    max_k = max((max(r.report.pass_hat_k, default=0) for r in [*ranked, *partial_rows]), default=0)
     columns = [*views.LEADERBOARD_COLUMNS, *(f"pass{k}" for k in range(1, max_k + 1))]
     if sort not in columns:
         sort = "avg_reward"
     descending = order != "asc"
-    rows = views.sort_leaderboard(rows, sort, descending)
+    groups = [
+        views.LeaderboardGroup(group.coverage, views.sort_leaderboard(group.rows, sort, descending))
+        for group in views.group_by_coverage(ranked)
+    ]
 
     def sort_link(column: str) -> str:
         flip = "asc" if column == sort and descending else "desc"
@@ -320,9 +351,11 @@ async def leaderboard_page(
         "leaderboard.html",
         {
             "viewer": viewer,
-            "rows": rows,
-            "hidden": hidden,
+            "groups": groups,
+            "partial_rows": views.sort_leaderboard(partial_rows, sort, descending),
+            "hidden": chosen.partial_hidden,
             "partial": partial,
+            "all_tasks": len(runtime.data.tasks),
             "ks": list(range(1, max_k + 1)),
             "sort": sort,
             "descending": descending,
@@ -359,6 +392,42 @@ async def leaderboard_download(request: Request, assessment_id: str, runtime: Ru
         raise HTTPException(status.HTTP_409_CONFLICT, f"assessment {assessment_id} has no report yet")
     body = {"participants": {"agent": record.agent_url}, "results": [result_data(record, record.report)]}
     return _download(body, f"leaderboard-{record.id}.json")
+
+
+def _file_part(text: str) -> str:
+    """`text` as part of a download's file name (the header quotes it): letters, digits, - and _ only."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "_" for c in text)[:64]
+
+
+@router.get("/assessments/{assessment_id}/trials.csv")
+async def trials_csv_download(request: Request, assessment_id: str, runtime: RuntimeDep) -> Response:
+    record = await visible_assessment(runtime, request_principal(request), assessment_id)
+    summaries = await runtime.repository.trial_summaries(record.id)
+    return csv_response(trials_csv(summaries, f"/ui/assessments/{record.id}/trials"), record.id)
+
+
+@router.get("/assessments/{assessment_id}/tau2.json")
+async def tau2_download(request: Request, assessment_id: str, runtime: RuntimeDep) -> JSONResponse:
+    record = await visible_assessment(runtime, request_principal(request), assessment_id)
+    try:
+        document = await export_document(runtime, record.id)
+    except NotExportable as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    return _download(document, f"{record.id}_retail_tau2.json")
+
+
+@router.get("/assessments/{assessment_id}/trials/{task_id}/{trial}/trial.json")
+async def trial_download(
+    request: Request, assessment_id: str, task_id: str, trial: int, runtime: RuntimeDep
+) -> JSONResponse:
+    """The trial as the REST API returns it (failures included)."""
+    record = await visible_assessment(runtime, request_principal(request), assessment_id)
+    result = await runtime.repository.get_trial(record.id, task_id, trial)
+    if result is None:
+        missing = f"assessment {assessment_id} has no finished trial {trial} of task {task_id}"
+        raise HTTPException(status.HTTP_404_NOT_FOUND, missing)
+    body = (await diagnosed_trial(runtime, result)).result.model_dump(mode="json")
+    return _download(body, f"trial-{record.id}-{_file_part(task_id)}-{trial}.json")
 
 
 @router.get("/live")

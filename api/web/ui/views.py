@@ -1,8 +1,9 @@
 """What the web UI's pages show, computed from stored records: pure functions, no I/O, no HTML.
 
-Each trial gets one outcome (the grid's colour): passed, failed by the DB check, failed by an NL assertion,
-failed by its termination (step or error limit, user error), agent error, internal error, excluded (no
-reward), or pending (not run yet).
+Each trial gets one outcome (the grid's colour): passed, excluded (no reward), pending (not run yet), or for a
+failed trial its first failure kind (green_agent/failures.py, in `FAILURE_KINDS` order: termination, missing
+write, wrong arguments, extra write, DB difference, NL assertion, tool errors). A trial stored before
+failures were classified falls back on what its signals say (termination, DB difference, NL assertion).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.db.repository import CANCELLED, FAILED, AssessmentRecord, ScoredAssessment, TrialSummary
+from green_agent.failures import failure_label, kinds
 from green_agent.limits import LLM_FAILURE_CODE
 from green_agent.metrics import task_scores
 from green_agent.models import (
+    FAILURE_KINDS,
     SIGNAL_ACTION,
     SIGNAL_COMMUNICATE,
     SIGNAL_DB,
@@ -31,14 +34,23 @@ from green_agent.uncertainty import Comparison, NoSharedTasks, compare, plus_min
 from green_agent.usage import TrialUsage
 from retail_domain import is_clean_exit
 
+FAILURE_NAMES = {
+    "termination": "ended badly",
+    "missing_action": "missing write",
+    "wrong_arguments": "wrong arguments",
+    "extra_write": "extra write",
+    "db_difference": "DB differs",
+    "nl_assertion": "NL assertion failed",
+    "tool_errors": "tool errors",
+}
+"""Each failure kind (`FAILURE_KINDS`, in that order) in the words of the legend, the filter and the trial
+page."""
+
 # Outcome keys (CSS classes `o-<key>`) with their legend labels, in legend order.
 OUTCOMES = {
     "passed": "passed",
-    "failed_db": "failed: DB state",
-    "failed_nl": "failed: NL assertion",
-    "failed_termination": "failed: termination",
-    "agent_error": "agent error",
-    "internal_error": "internal error",
+    **FAILURE_NAMES,
+    "failed": "failed (reward below 1)",
     "excluded": "excluded",
     "pending": "not run yet",
 }
@@ -52,32 +64,51 @@ def _signal(summary: TrialSummary, name: str) -> bool | None:
     return None
 
 
+def is_failed(summary: TrialSummary) -> bool:
+    return summary.reward is not None and not summary.is_successful
+
+
+def trial_kinds(summary: TrialSummary) -> list[str]:
+    """The failure kinds of a failed trial (none for a passed or excluded one), in `FAILURE_KINDS` order."""
+    if not is_failed(summary):
+        return []
+    if summary.failures is not None:
+        return list(kinds(summary.failures))
+    coarse = []  # stored before failures were classified: what its signals say
+    if not is_clean_exit(summary.termination_reason):
+        coarse.append("termination")
+    if _signal(summary, SIGNAL_DB) is False:
+        coarse.append("db_difference")
+    if _signal(summary, SIGNAL_NL) is False:
+        coarse.append("nl_assertion")
+    return coarse
+
+
 def outcome(summary: TrialSummary) -> str:
     """The trial's outcome key (see OUTCOMES)."""
     if summary.reward is None:
         return "excluded"
     if summary.is_successful:
         return "passed"
-    if summary.termination_reason in ("agent_error", "internal_error"):
-        return summary.termination_reason
-    if _signal(summary, SIGNAL_DB) is False:
-        return "failed_db"
-    if _signal(summary, SIGNAL_NL) is False:
-        return "failed_nl"
-    return "failed_termination"
+    found = trial_kinds(summary)
+    return found[0] if found else "failed"
 
 
 def failure_reasons(summary: TrialSummary) -> list[str]:
-    """Why a scored trial did not pass, in words (empty for passed or excluded trials)."""
-    if summary.reward is None or summary.is_successful:
+    """Why a scored trial did not pass, in a few words per cause (empty for passed or excluded trials): its
+    failures' labels ("missing exchange_delivered_order_items"), then its error."""
+    if not is_failed(summary):
         return []
-    reasons = []
-    if not is_clean_exit(summary.termination_reason):
-        reasons.append(f"ended by {summary.termination_reason}")
-    if _signal(summary, SIGNAL_DB) is False:
-        reasons.append("final DB differs from gold")
-    if _signal(summary, SIGNAL_NL) is False:
-        reasons.append("an NL assertion failed")
+    if summary.failures:
+        reasons = list(dict.fromkeys(failure_label(f) for f in summary.failures))
+    else:  # stored before failures were classified
+        reasons = []
+        if not is_clean_exit(summary.termination_reason):
+            reasons.append(f"ended by {summary.termination_reason}")
+        if _signal(summary, SIGNAL_DB) is False:
+            reasons.append("final DB differs from gold")
+        if _signal(summary, SIGNAL_NL) is False:
+            reasons.append("an NL assertion failed")
     if summary.error:
         reasons.append(error_reason(summary.error))
     return reasons or ["reward below 1"]
@@ -95,11 +126,69 @@ def error_reason(error: str) -> str:
     return first[:160]
 
 
-def common_failures(summaries: Iterable[TrialSummary], limit: int = 10) -> list[tuple[str, int]]:
+def common_failures(
+    summaries: Iterable[TrialSummary], limit: int = 10, *, kind: str | None = None
+) -> list[tuple[str, int]]:
+    """The most frequent failure reasons and how many trials have each (of the trials of `kind`, if given)."""
     counts: Counter[str] = Counter()
     for summary in summaries:
-        counts.update(failure_reasons(summary))
+        if kind is None or kind in trial_kinds(summary):
+            counts.update(failure_reasons(summary))
     return counts.most_common(limit)
+
+
+def kind_counts(summaries: Iterable[TrialSummary]) -> dict[str, int]:
+    """Failed trials per failure kind (a trial with several kinds counts for each), in kind order."""
+    counts = Counter(kind for summary in summaries for kind in trial_kinds(summary))
+    return {kind: counts[kind] for kind in FAILURE_KINDS if counts[kind]}
+
+
+@dataclass(frozen=True)
+class FailingTask:
+    """A task with failed trials, for the assessment page's table."""
+
+    task_id: str
+    failed: int
+    scored: int
+    reasons: list[tuple[str, int]]  # reason -> failed trials with it, most frequent first
+    trials: list[int]  # the failed trials (of the kind filtered on)
+
+
+def failing_tasks(summaries: Iterable[TrialSummary], *, kind: str | None = None) -> list[FailingTask]:
+    """Each task with a failed trial (of `kind`, if given), in task order."""
+    by_task: dict[str, list[TrialSummary]] = defaultdict(list)
+    for summary in summaries:
+        by_task[summary.task_id].append(summary)
+    rows = []
+    for task_id in sorted(by_task, key=task_sort_key):
+        trials = sorted(by_task[task_id], key=lambda s: s.trial)
+        failed = [s for s in trials if is_failed(s)]
+        shown = [s for s in failed if kind is None or kind in trial_kinds(s)]
+        if not shown:
+            continue
+        reasons: Counter[str] = Counter(r for s in shown for r in failure_reasons(s))
+        rows.append(
+            FailingTask(
+                task_id=task_id,
+                failed=len(failed),
+                scored=sum(1 for s in trials if s.reward is not None),
+                reasons=reasons.most_common(),
+                trials=[s.trial for s in shown],
+            )
+        )
+    return rows
+
+
+def failed_neighbours(
+    summaries: Iterable[TrialSummary], task_id: str, trial: int, *, kind: str | None = None
+) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
+    """The failed trials (of `kind`, if given) before and after this one, in grid order (task, then trial)."""
+    shown = [s for s in summaries if is_failed(s) and (kind is None or kind in trial_kinds(s))]
+    keys = sorted(((s.task_id, s.trial) for s in shown), key=lambda key: (task_sort_key(key[0]), key[1]))
+    here = (task_sort_key(task_id), trial)
+    before = [k for k in keys if (task_sort_key(k[0]), k[1]) < here]
+    after = [k for k in keys if (task_sort_key(k[0]), k[1]) > here]
+    return (before[-1] if before else None, after[0] if after else None)
 
 
 def task_sort_key(task_id: str) -> tuple[int, int | str]:
@@ -113,6 +202,7 @@ class Cell:
     trial: int
     outcome: str
     title: str
+    kinds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,7 +215,11 @@ def cell(summary: TrialSummary) -> Cell:
     kind = outcome(summary)
     detail = "; ".join(failure_reasons(summary)) or OUTCOMES[kind]
     return Cell(
-        summary.task_id, summary.trial, kind, f"task {summary.task_id}, trial {summary.trial}: {detail}"
+        summary.task_id,
+        summary.trial,
+        kind,
+        f"task {summary.task_id}, trial {summary.trial}: {detail}",
+        tuple(trial_kinds(summary)),
     )
 
 
@@ -451,17 +545,85 @@ def interval_text(ci95: tuple[float, float] | None) -> str:
 
 
 @dataclass(frozen=True)
+class Coverage:
+    """What an assessment's numbers are over: the tasks it scored, trials per task, and the customer. Only
+    assessments over the same coverage are ranked against each other."""
+
+    tasks: tuple[str, ...]
+    trials: int
+    customer: str | None  # the user-simulator name (run_info), None in reports without it
+
+    def label(self, all_tasks: int) -> str:
+        n = len(self.tasks)
+        if not n:
+            tasks = "no task scored"
+        elif n == all_tasks:
+            tasks = f"all {n} tasks"
+        else:
+            tasks = f"{n} task{'' if n == 1 else 's'} ({task_ranges(self.tasks)})"
+        text = f"{tasks} × {self.trials} trial{'' if self.trials == 1 else 's'}"
+        return text + (f", customer {self.customer}" if self.customer else "")
+
+
+def coverage(report: AssessmentReport) -> Coverage:
+    customer = report.run_info.user_model_name if report.run_info is not None else None
+    return Coverage(tuple(sorted(report.task_rewards, key=task_sort_key)), report.num_trials, customer)
+
+
+def partial_coverage(report: AssessmentReport) -> str:
+    """What a partial assessment's numbers cover: "6 of 8 trials scored, on 3 of 4 tasks (0–1, 5), customer
+    scripted"."""
+    scored = coverage(report)
+    text = (
+        f"{report.trials_scored} of {report.trials_total} trials scored, on {len(scored.tasks)} of "
+        f"{report.num_tasks} task{'' if report.num_tasks == 1 else 's'}"
+    )
+    if scored.tasks:
+        text += f" ({task_ranges(scored.tasks)})"
+    return text + (f", customer {scored.customer}" if scored.customer else "")
+
+
+def task_ranges(task_ids: Sequence[str], limit: int = 8) -> str:
+    """ "0–3, 7, 10–12": numeric ids as runs, others as they are; past `limit` runs, an ellipsis."""
+    parts: list[str] = []
+    numbers = sorted(int(t) for t in task_ids if t.isdigit())
+    start = previous = None
+    for number in [*numbers, None]:
+        if number is not None and previous is not None and number == previous + 1:
+            previous = number
+            continue
+        if start is not None:
+            parts.append(str(start) if start == previous else f"{start}–{previous}")
+        start = previous = number
+    parts.extend(t for t in task_ids if not t.isdigit())
+    return ", ".join(parts[:limit]) + (", …" if len(parts) > limit else "")
+
+
+@dataclass(frozen=True)
 class LeaderboardRow:
     agent_url: str
+    agent_name: str | None
     assessment_id: str
     created_at: Any
     complete: bool
     report: AssessmentReport
 
+    @property
+    def coverage(self) -> Coverage:
+        return coverage(self.report)
+
+    def estimate(self, column: str) -> Estimate | float | None:
+        """The value of a column with its error bar when the report has one (schema 3), else bare."""
+        stats = self.report.stats
+        if column == "avg_reward":
+            return stats.avg_reward if stats is not None else self.report.avg_reward
+        k = int(column[4:])
+        return stats.pass_hat_k.get(k) if stats is not None else self.report.pass_hat_k.get(k)
+
     def sort_value(self, column: str) -> tuple[int, float | str]:
         """Missing values sort last whatever the direction."""
         if column == "agent":
-            return (0, self.agent_url)
+            return (0, (self.agent_name or "") + self.agent_url)
         if column == "avg_reward":
             value = self.report.avg_reward
         elif column.startswith("pass") and column[4:].isdigit():
@@ -474,31 +636,64 @@ class LeaderboardRow:
 LEADERBOARD_COLUMNS = ("agent", "avg_reward")
 
 
-def best_per_agent(
-    scored: Iterable[ScoredAssessment], *, include_partial: bool
-) -> tuple[list[ScoredAssessment], int]:
-    """The best assessment of each agent (highest average reward, then newest), and how many partial
-    assessments were left out."""
-    best: dict[str, ScoredAssessment] = {}
-    partial = 0
-    for item in scored:  # newest first: a tie keeps the newer one
-        if not include_partial and not complete_from(item.excluded, item.complete):
-            partial += 1
-            continue
-        current = best.get(item.agent_url)
-        if current is None or (item.avg_reward or 0.0) > (current.avg_reward or 0.0):
-            best[item.agent_url] = item
-    return list(best.values()), partial
+@dataclass(frozen=True)
+class LeaderboardChoice:
+    """The assessments the leaderboard shows: each agent's most recent complete one (ranked, by coverage),
+    and on request each agent's partial ones newer than that (not ranked)."""
+
+    complete: list[ScoredAssessment]
+    partial: list[ScoredAssessment]
+    partial_hidden: int  # partial ones left out (shown on request)
+
+
+def latest_per_agent(scored: Iterable[ScoredAssessment], *, include_partial: bool) -> LeaderboardChoice:
+    """`scored` newest first."""
+    complete: dict[str, ScoredAssessment] = {}
+    partial: list[ScoredAssessment] = []
+    for item in scored:
+        if item.agent_url in complete:
+            continue  # older than the agent's most recent complete run
+        if complete_from(item.excluded, item.complete):
+            complete[item.agent_url] = item
+        else:
+            partial.append(item)
+    if include_partial:
+        return LeaderboardChoice(list(complete.values()), partial, 0)
+    return LeaderboardChoice(list(complete.values()), [], len(partial))
 
 
 def leaderboard_rows(
-    best: Iterable[ScoredAssessment], reports: dict[str, AssessmentReport]
+    chosen: Iterable[ScoredAssessment], reports: dict[str, AssessmentReport]
 ) -> list[LeaderboardRow]:
     return [
-        LeaderboardRow(b.agent_url, b.id, b.created_at, complete_from(b.excluded, b.complete), reports[b.id])
-        for b in best
+        LeaderboardRow(
+            b.agent_url,
+            b.agent_name,
+            b.id,
+            b.created_at,
+            complete_from(b.excluded, b.complete),
+            reports[b.id],
+        )
+        for b in chosen
         if b.id in reports
     ]
+
+
+@dataclass(frozen=True)
+class LeaderboardGroup:
+    """Rows over one coverage, ranked against each other."""
+
+    coverage: Coverage
+    rows: list[LeaderboardRow]
+
+
+def group_by_coverage(rows: Iterable[LeaderboardRow]) -> list[LeaderboardGroup]:
+    """One group per coverage, the widest first (most tasks x trials, then the most agents)."""
+    groups: dict[Coverage, list[LeaderboardRow]] = defaultdict(list)
+    for row in rows:
+        groups[row.coverage].append(row)
+    ordered = sorted(groups.items(), key=lambda g: (-len(g[0].tasks) * g[0].trials, -len(g[1]), g[0].tasks))
+    return [LeaderboardGroup(c, members) for c, members in ordered]
 
 
 def sort_leaderboard(rows: list[LeaderboardRow], column: str, descending: bool) -> list[LeaderboardRow]:

@@ -30,6 +30,7 @@ from green_agent.config import AssessmentConfig
 from green_agent.metrics import compute_report
 from green_agent.models import (
     AssessmentReport,
+    Failure,
     NLVerdict,
     Signal,
     ToolCallRecord,
@@ -281,6 +282,46 @@ async def test_what_the_web_ui_reads(repo: AssessmentRepository) -> None:
     assert summaries[0].signals == (
         {"name": "DB_STATE_MATCH", "passed": True, "counts": True, "detail": "hash matched"},
     )
+
+
+async def test_what_the_vendor_pages_read(repo: AssessmentRepository) -> None:
+    """Failures stored with each trial, failed trials alone, the agent's card name, a task across runs."""
+    first, _ = await repo.create(new(agent="http://a.test"))
+    second, _ = await repo.create(new(agent="http://a.test"))
+    elsewhere, _ = await repo.create(replace(new(agent="http://a.test"), tenant="other"))
+    missing = Failure(kind="missing_action", action="cancel_pending_order", expected={"x": 1}, detail="...")
+    failed = trial("3", 0, reward=0.0).model_copy(update={"failures": [missing]})
+    await repo.save_trial(first.id, failed)
+    await repo.save_trial(first.id, trial("3", 1))  # passed
+    await repo.save_trial(first.id, trial("4", 0, reward=None))  # excluded
+    legacy = trial("4", 1, reward=0.0)  # stored before failures were classified: None
+    await repo.save_trial(first.id, legacy)
+    await repo.save_trial(second.id, trial("3", 0))
+    await repo.save_trial(elsewhere.id, trial("3", 0, reward=0.0))
+
+    summaries = {(s.task_id, s.trial): s for s in await repo.trial_summaries(first.id)}
+    assert summaries[("3", 0)].failures == (missing.model_dump(mode="json"),)
+    assert summaries[("4", 1)].failures is None
+    failed_only = await repo.trial_summaries(first.id, failed_only=True)
+    assert [(s.task_id, s.trial) for s in failed_only] == [("3", 0), ("4", 1)]
+    assert (await repo.get_trial(first.id, "3", 0)) == failed  # the round trip keeps them
+
+    assert (await repo.get(first.id)).agent_name is None  # type: ignore[union-attr]
+    await repo.set_agent_name(first.id, "Acme bot")
+    await repo.set_agent_name(second.id, "Acme bot v2")
+    assert (await repo.get(first.id)).agent_name == "Acme bot"  # type: ignore[union-attr]
+    assert await repo.agents() == [("http://a.test", "Acme bot v2")]  # the newest named one
+    assert await repo.agents(tenant="other") == [("http://a.test", None)]
+
+    history = await repo.task_history("http://a.test", "3", tenant="default")
+    assert [(run.assessment_id, run.agent_name) for run in history] == [
+        (second.id, "Acme bot v2"),
+        (first.id, "Acme bot"),
+    ]
+    assert [t.trial for t in history[1].trials] == [0, 1]
+    assert [run.assessment_id for run in await repo.task_history("http://a.test", "4")] == [first.id]
+    assert len(await repo.task_history("http://a.test", "3")) == 3  # an admin: every tenant
+    assert len(await repo.task_history("http://a.test", "3", limit=1)) == 1
 
 
 async def _in_transaction(connection: AsyncConnection) -> bool:

@@ -124,6 +124,7 @@ async def test_keys_and_tenancy_matrix_over_rest_and_a2a(green: tuple[str, Keys]
             ("GET", f"/assessments/{id_a}/events"),
             ("GET", f"/assessments/{id_a}/leaderboard"),
             ("GET", f"/assessments/{id_a}/export"),
+            ("GET", f"/assessments/{id_a}/trials.csv"),
             ("POST", f"/assessments/{id_a}/cancel"),
             ("GET", f"/assessments/{id_a}/compare/{id_b}"),
             ("GET", f"/assessments/{id_b}/compare/{id_a}"),

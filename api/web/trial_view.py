@@ -1,0 +1,29 @@
+"""One stored trial as the REST API and the UI show it: its failures classified afresh (with each DB field
+that differs from gold), by `green_agent.diagnosis.diagnose`, in a thread (it replays the trial's calls)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from api.runtime.runtime import Runtime
+from green_agent.diagnosis import TrialReplay, diagnose
+from green_agent.models import TrialResult
+
+
+@dataclass(frozen=True)
+class DiagnosedTrial:
+    result: TrialResult
+    """The stored trial, `failures` classified again from it (the stored copy is what lists count)."""
+    replay: TrialReplay | None
+
+
+async def diagnosed_trial(runtime: Runtime, result: TrialResult) -> DiagnosedTrial:
+    diagnosis = await asyncio.to_thread(
+        diagnose,
+        runtime.data,
+        result,
+        normalize_ids=runtime.settings.normalize_ids,
+        limits=runtime.engine.settings.limits,
+    )
+    return DiagnosedTrial(result.model_copy(update={"failures": diagnosis.failures}), diagnosis.replay)

@@ -1,0 +1,337 @@
+"""What went wrong in a failed trial, in the agent's terms: which gold write is missing, which argument of a
+gold action differs (what gold expects, what the agent sent), which write the task did not want, which tool
+calls failed, why the conversation ended, which NL assertion the judge found unmet.
+
+Computed from the trial alone (its tool calls and their results, its termination, the judge's verdicts) and
+the task's gold actions, with retail_domain's ACTION semantics (`action_matches`, as `check_actions` uses
+it): no LLM, no replay, a few microseconds per call. The engine classifies each trial as it scores it (the
+stored `TrialResult.failures`, what lists and the CSV count); a page showing one trial classifies it again and
+gives each DB field that differs from gold (`diagnosis.replay_trial`) where no call explains the difference.
+
+The write analysis runs only when the final DB differs from gold: a DB equal to gold has every write right as
+far as the score is concerned. Then, per gold write action (gold's own failing calls left out: they change
+nothing):
+
+* matched by some call: fine;
+* not matched, with a call of the same tool that matches no gold action: `wrong_arguments`, one entry per
+  compared argument that differs, against the closest such call (executed first, then fewest differences);
+* not matched, no such call: `missing_action`.
+
+A write call that ran without error and matches no gold action (and was not taken as some gold action's wrong
+attempt) is an `extra_write`. A DB that differs although none of the three applies is a `db_difference`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from green_agent.limits import AgentLimits, compact_json, cut_text, utf8_size
+from green_agent.models import FAILURE_KINDS, SIGNAL_DB, Failure, FailureKind, TrialResult
+from retail_domain import WRITE_TOOLS, Difference, GoldAction, Task, TerminationReason, is_clean_exit
+from retail_domain.checks import action_matches
+
+T = TypeVar("T")
+
+NOT_SENT = "<not sent>"
+"""`got` of a wrong argument the agent's call left out."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call of the trial with its result, in execution order."""
+
+    index: int
+    name: str
+    arguments: dict[str, Any]
+    error: bool | None  # None: no result was recorded (the trial ended before it ran)
+    result: str | None
+
+
+def trial_calls_with_results(result: TrialResult) -> list[Call]:
+    """The agent's tool calls, each with the result recorded after it (the engine runs a reply's calls one by
+    one and records each result right after: results follow their calls in order)."""
+    done: list[tuple[str, dict[str, Any], bool | None, str | None]] = []
+    waiting: list[tuple[str, dict[str, Any]]] = []  # calls of the last reply still without their result
+    for message in result.transcript:
+        if message.role == "assistant" and message.tool_calls:
+            done.extend((name, arguments, None, None) for name, arguments in waiting)
+            waiting = [(call.name, call.arguments) for call in message.tool_calls]
+        elif message.role == "tool" and waiting:
+            name, arguments = waiting.pop(0)
+            done.append((name, arguments, message.error, message.content))
+    done.extend((name, arguments, None, None) for name, arguments in waiting)
+    return [Call(i, *entry) for i, entry in enumerate(done)]
+
+
+def db_failed(result: TrialResult) -> bool:
+    """Whether the trial's final DB differs from gold (its DB signal; the hashes for a trial without one)."""
+    for signal in result.signals:
+        if signal.name == SIGNAL_DB:
+            return signal.passed is False
+    return (
+        result.db_expected_hash is not None
+        and result.db_actual_hash is not None
+        and result.db_expected_hash != result.db_actual_hash
+    )
+
+
+def is_failed(result: TrialResult) -> bool:
+    """Scored, and not a success: the trials that are classified (excluded and passed ones have nothing)."""
+    return result.reward is not None and not result.is_successful
+
+
+def classify_trial(
+    task: Task,
+    result: TrialResult,
+    *,
+    gold_failed: Collection[int] = (),
+    limits: AgentLimits | None = None,
+    differences: Sequence[Difference] | None = None,
+) -> list[Failure]:
+    """Every failure of a failed trial, by kind in `FAILURE_KINDS` order; empty for a passed or excluded one.
+    `gold_failed`: indices in `task.gold_actions` of the gold calls that fail (`GoldOutcome.failed_calls`);
+    `differences`: the DB fields that differ from gold (`diagnosis.replay_trial`), given when known: a DB
+    difference no call explains is then one entry per field."""
+    if not is_failed(result):
+        return []
+    bound = _Bound(limits or AgentLimits())
+    calls = trial_calls_with_results(result)
+    failing_gold = [action for i, action in enumerate(task.gold_actions) if i in gold_failed]
+    found: list[Failure] = [*termination(result, bound)]
+    if db_failed(result):
+        writes = write_failures(task.gold_actions, calls, gold_failed, bound)
+        found.extend(writes)
+        if not writes:
+            found.extend(db_differences(differences, bound))
+    found.extend(nl_failures(result, bound))
+    found.extend(tool_errors(calls, failing_gold, bound))
+    return found
+
+
+_ENDINGS = {
+    TerminationReason.MAX_STEPS.value: "the conversation reached the step limit ({steps} steps, max_steps) "
+    "before the customer or the agent ended it",
+    TerminationReason.TOO_MANY_ERRORS.value: "the trial stopped after {errors} tool errors (max_errors)",
+    TerminationReason.AGENT_ERROR.value: "the agent failed{why}",
+    TerminationReason.INTERNAL_ERROR.value: "the green agent met a bug of its own while handling the "
+    "agent's input (scored 0: please report it){why}",
+    TerminationReason.USER_ERROR.value: "the customer simulator ended with an error{why}",
+}
+
+
+def termination(result: TrialResult, bound: _Bound) -> list[Failure]:
+    reason = result.termination_reason
+    if is_clean_exit(reason):
+        return []
+    lines = (result.error or "").strip().splitlines()
+    why = f": {lines[0]}" if lines else ""
+    detail = _ENDINGS.get(reason, "ended by {reason}{why}").format(
+        steps=result.steps, errors=result.num_errors, why=why, reason=reason
+    )
+    return [
+        Failure(kind="termination", expected="user_stop or agent_stop", got=reason, detail=bound.text(detail))
+    ]
+
+
+def write_failures(
+    gold_actions: Sequence[GoldAction], calls: Sequence[Call], gold_failed: Collection[int], bound: _Bound
+) -> list[Failure]:
+    """missing_action, wrong_arguments and extra_write of a trial whose DB differs from gold. Linear in the
+    calls: each is compared only with the gold actions of its own tool (a flood of calls costs no more)."""
+    gold_by_tool: dict[str, list[int]] = defaultdict(list)
+    for i, action in enumerate(gold_actions):
+        gold_by_tool[action.name].append(i)
+    writes = [c for c in calls if c.name in WRITE_TOOLS]
+    matched: set[int] = set()  # gold actions some call matches
+    wanted: set[int] = set()  # calls that match some gold action
+    for c in writes:
+        for i in gold_by_tool.get(c.name, ()):
+            if action_matches(gold_actions[i], c.name, c.arguments):
+                matched.add(i)
+                wanted.add(c.index)
+    taken: set[int] = set()  # calls read as some gold action's wrong attempt
+    missing: list[Failure] = []
+    wrong: list[Failure] = []
+    for i, action in enumerate(gold_actions):
+        if action.name not in WRITE_TOOLS or i in gold_failed or i in matched:
+            continue
+        same_tool = [c for c in writes if c.name == action.name]
+        attempts = [c for c in same_tool if c.index not in wanted and c.index not in taken]
+        if not attempts:
+            missing.append(
+                Failure(
+                    kind="missing_action",
+                    action=action.name,
+                    expected=bound.value(action.arguments),
+                    detail=bound.text(
+                        f"{action.name} was never called: gold calls it with {compact_json(action.arguments)}"
+                    ),
+                )
+            )
+            continue
+        closest = min(attempts, key=lambda c: (c.error is not False, len(_differing(action, c)), c.index))
+        taken.add(closest.index)
+        for key in _differing(action, closest):
+            sent = closest.arguments.get(key, NOT_SENT)
+            gold = action.arguments.get(key)
+            wrong.append(
+                Failure(
+                    kind="wrong_arguments",
+                    action=action.name,
+                    argument=bound.text(key),
+                    expected=bound.value(gold),
+                    got=bound.value(sent),
+                    detail=bound.text(
+                        f"{action.name} (call {closest.index + 1}) was sent {key} = {compact_json(sent)}; "
+                        f"gold has {compact_json(gold)}"
+                    ),
+                )
+            )
+    unwanted = [c for c in writes if c.error is False and c.index not in wanted and c.index not in taken]
+    extra = bound.listed(
+        "extra_write",
+        unwanted,
+        lambda c: Failure(
+            kind="extra_write",
+            action=c.name,
+            got=bound.value(c.arguments),
+            detail=bound.text(
+                f"{c.name} (call {c.index + 1}) changed the database with {compact_json(c.arguments)}, "
+                "a write the task did not want"
+            ),
+        ),
+    )
+    return [
+        *bound.listed("missing_action", missing, _same),
+        *bound.listed("wrong_arguments", wrong, _same),
+        *extra,
+    ]
+
+
+def db_differences(differences: Sequence[Difference] | None, bound: _Bound) -> list[Failure]:
+    """A DB that differs from gold where no missing, wrong or extra write explains it: each field, when the
+    replay's differences are known."""
+    if not differences:
+        detail = (
+            "the final database differs from gold, and no missing, wrong or extra write explains it (the "
+            "trial page lists the fields that differ)"
+        )
+        return [Failure(kind="db_difference", detail=detail)]
+    return bound.listed(
+        "db_difference",
+        differences,
+        lambda d: Failure(
+            kind="db_difference",
+            argument=bound.text(d.path),
+            expected=bound.value(d.expected),
+            got=bound.value(d.actual),
+            detail=bound.text(
+                f"{d.path} is {compact_json(d.actual)} here, {compact_json(d.expected)} in gold, though no "
+                "missing, wrong or extra write explains it"
+            ),
+        ),
+    )
+
+
+def _differing(action: GoldAction, call: Call) -> list[str]:
+    """The compared arguments where the call differs from the gold action (upstream's keys: `compare_args`,
+    else the call's own keys)."""
+    keys: Iterable[str] = call.arguments.keys() if action.compare_args is None else action.compare_args
+    sent, gold = call.arguments, action.arguments
+    return [key for key in dict.fromkeys(keys) if sent.get(key, NOT_SENT) != gold.get(key, NOT_SENT)]
+
+
+def nl_failures(result: TrialResult, bound: _Bound) -> list[Failure]:
+    return bound.listed(
+        "nl_assertion",
+        [verdict for verdict in result.nl_verdicts if not verdict.passed],
+        lambda verdict: Failure(
+            kind="nl_assertion",
+            expected=bound.text(verdict.assertion),
+            got=bound.text(verdict.reason),
+            detail=bound.text(f"NL assertion {verdict.index + 1} not met: {verdict.assertion}"),
+        ),
+    )
+
+
+def _same(failure: Failure) -> Failure:
+    return failure
+
+
+def tool_errors(calls: Sequence[Call], failing_gold: Sequence[GoldAction], bound: _Bound) -> list[Failure]:
+    """Calls that returned an error, but for those gold makes too (its own failing calls)."""
+    gold_fails = {a.name for a in failing_gold}
+    errors = [
+        c
+        for c in calls
+        if c.error
+        and not (c.name in gold_fails and any(action_matches(a, c.name, c.arguments) for a in failing_gold))
+    ]
+    return bound.listed(
+        "tool_errors",
+        errors,
+        lambda c: Failure(
+            kind="tool_errors",
+            action=c.name,
+            got=bound.text(c.result or ""),
+            detail=bound.text(f"{c.name} (call {c.index + 1}) returned an error: {(c.result or '').strip()}"),
+        ),
+    )
+
+
+def kinds(failures: Iterable[Failure | dict[str, Any]]) -> list[FailureKind]:
+    """The kinds present, in `FAILURE_KINDS` order (stored failures come back as dicts in summaries)."""
+    present = {f.kind if isinstance(f, Failure) else f.get("kind") for f in failures}
+    return [kind for kind in FAILURE_KINDS if kind in present]
+
+
+def failure_label(failure: Failure | dict[str, Any]) -> str:
+    """One failure in a few words, the same for the same cause across trials (what "most common failure
+    reasons" counts, and the CSV's `failures` column): "missing exchange_delivered_order_items", "wrong
+    item_ids to exchange_delivered_order_items", "ended by max_steps"."""
+    f = failure if isinstance(failure, Failure) else Failure.model_validate(failure)
+    if f.kind == "missing_action":
+        return f"missing {f.action}"
+    if f.kind == "wrong_arguments":
+        return f"wrong {f.argument} to {f.action}" if f.argument else f"wrong arguments to {f.action}"
+    if f.kind == "extra_write":
+        return f"extra write {f.action}" if f.action else "extra writes"
+    if f.kind == "db_difference":
+        return "DB differs from gold, no call explains it"
+    if f.kind == "termination":
+        return f"ended by {f.got}" if f.got else "ended badly"
+    if f.kind == "nl_assertion":
+        return f"NL assertion not met: {f.expected}" if f.expected else "NL assertions not met"
+    return f"tool error in {f.action}" if f.action else "tool errors"
+
+
+class _Bound:
+    """The per-trial bounds on what failures quote (`AgentLimits.max_failure_*`)."""
+
+    def __init__(self, limits: AgentLimits) -> None:
+        self.per_kind = limits.max_failures_per_kind
+        self.value_bytes = limits.max_failure_value_bytes
+
+    def text(self, text: str) -> str:
+        return cut_text(text, self.value_bytes, "text")[0]
+
+    def value(self, value: Any) -> Any:
+        """The value itself when its compact JSON fits the bound; else that JSON, cut, as text."""
+        if isinstance(value, str):
+            return self.text(value)
+        encoded = compact_json(value)
+        return value if utf8_size(encoded) <= self.value_bytes else self.text(encoded)
+
+    def listed(self, kind: FailureKind, items: Sequence[T], make: Callable[[T], Failure]) -> list[Failure]:
+        """The failures of the first `per_kind` items (each built by `make`), then one saying how many more
+        there were: the rest are counted, never built."""
+        shown = [make(item) for item in items[: self.per_kind]]
+        if len(items) > self.per_kind:
+            more = len(items) - self.per_kind
+            shown.append(
+                Failure(kind=kind, detail=f"and {more} more {kind} not listed (max_failures_per_kind)")
+            )
+        return shown
