@@ -206,7 +206,11 @@ class ChatLLM:
         usage = TokenUsage()
         failures = 0  # attempts that used the retry budget
         rate_limited = 0  # 429s in a row of this call: each waits at least the next backoff
+        rate_limited_wait = 0.0  # this call's backoff past the endpoint's pause, before its next attempt
         for attempt in itertools.count():
+            if rate_limited_wait:
+                await asyncio.sleep(rate_limited_wait)
+                rate_limited_wait = 0.0
             refused = ""
             down = False  # the attempt got no answer (connection, timeout, 5xx)
             # Raises LLMOutage once the endpoint has been unavailable past the operator's tolerance.
@@ -217,8 +221,13 @@ class ChatLLM:
                     last_problem = f"HTTP {exc.status_code}: {_short(exc.message)}"
                     wait = provider_wait(exc.response.headers) if exc.response is not None else None
                     if exc.status_code == 429 or (exc.status_code >= 500 and wait is not None):
-                        turn.rate_limited(max(wait or 0.0, self.retry.delay(rate_limited)))
+                        # The endpoint pauses for what the provider said; this call waits at least its
+                        # own backoff, which grows with its 429s in a row, without holding the others.
+                        backoff = self.retry.delay(rate_limited)
+                        turn.rate_limited(wait if wait is not None else backoff)
+                        own_wait = backoff if wait is not None and backoff > wait else 0.0
                         rate_limited += 1
+                        rate_limited_wait = own_wait
                         continue  # no retry spent: the gate holds the next turn until the wait is over
                     rate_limited = 0
                     if exc.status_code >= 500:

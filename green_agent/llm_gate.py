@@ -5,17 +5,20 @@ One `EndpointGate` per endpoint (base URL, model and key) in the process, shared
 tenant whose customer or judge uses it. Every request to the endpoint first waits for a turn at its gate,
 which grants turns while all of these allow it:
 
-* **in flight**: fewer requests out than the allowed count. That count is adaptive (AIMD): it halves on a 429
-  and grows back by one per window of answered requests, up to the operator's `max_in_flight`. Several worker
-  processes sharing one key therefore settle on its limit without talking to each other.
+* **in flight**: fewer requests out than the allowed count. That count is adaptive (AIMD): it starts at the
+  operator's `max_in_flight` (unset: at 4, one more per answer until the first 429, as TCP's slow start),
+  halves on a 429 and grows back by one per window of answered requests, up to `max_in_flight`. Several
+  worker processes sharing one key therefore settle on its limit without talking to each other.
 * **rate**: requests start at least 1 / rate seconds apart. The rate starts a little under the operator's
   `requests_per_minute` (unset: unlimited) and is adaptive too: on a 429 it drops to 70% of the rate it came
-  at (what was just being answered), climbs back fast to 95% of that, then slowly probes above it, never
-  past the operator's rate. Without a configured rate the first 429 sets one.
+  at (our rate when that was what held requests back, else the rate being answered), climbs back fast to
+  97% of that, then probes above it, slowly at first, never past the operator's rate (from a measured guess
+  it climbs fast until a 429 meets our own pacing). Without a configured rate the first 429 sets one.
 * **tokens**: with `tokens_per_minute`, each request spends its estimated tokens (prompt bytes / 4 plus the
   reply's `max_tokens`, corrected by the usage the answer reports) from a bucket refilled at that rate.
 * **pause**: a 429 (or a 5xx naming a Retry-After) holds every request on the endpoint for as long as the
-  provider said, and never less than the caller's backoff.
+  provider said (the caller's backoff when it said nothing). The caller waits at least its own backoff on top
+  (`ChatLLM`): one request's growing backoff is its own, not the endpoint's.
 * **breaker**: after `breaker_failures` connection errors, timeouts or 5xx in a row, the endpoint is down:
   turns go to one probe at a time (a waiting request), spaced by a backoff that doubles up to
   `max_probe_backoff_s`, and the first answer (anything but another of those) closes it. Trials that have
@@ -60,17 +63,37 @@ MAX_PROVIDER_WAIT_S = 86_400.0
 """Longest wait taken from a provider's header: a day (a longer one is read as a day; the outage tolerance
 ends the waiting long before)."""
 WINDOW_DECREASE = 0.5
+SLOW_START_WINDOW = 4.0
+"""Without a configured `max_in_flight`, an endpoint starts with this many requests in flight and one more
+per answer that the window held back (doubling per round trip) until its first 429: a run's first burst (32
+trials asking at once) then meets an unknown cap with a few requests, not all of them. An unlimited endpoint
+is at 32 in flight after three round trips."""
 RATE_DECREASE = 0.7
 RATE_MARGIN = 0.98
 """A configured rate is aimed at 2% under: our start times and the provider's count differ by milliseconds
 (event-loop lag, connection set-up), and one request too many in a window costs a whole Retry-After."""
 RATE_RECOVER = 0.05
-RATE_PROBE = 0.002
+RATE_PLATEAU = 0.97
+RATE_PROBE = 0.0002
+PROBE_ACCELERATION = 200
 """After a 429 the rate falls to 70% of the rate it happened at (the ceiling), climbs back by 5% of the
-ceiling per answered request to 95% of it, then by 0.2% per answer: it comes back fast, and finds out only
-slowly whether the provider allows more (each 429 costs a pause of the provider's Retry-After)."""
+ceiling per answered request to 97% of it, then probes above: the k-th answer there adds
+0.02% x (1 + k / 200) of the ceiling (+3% after ~115 answers, 23 s at 5 requests a second; twice the
+ceiling after ~1,230 answers). It comes back fast, stays just under the rate that was one too many, since
+each 429 costs every request on the endpoint a pause of the provider's Retry-After, and the longer no 429
+comes the faster it finds out whether the provider now allows more (a key's other user stopped)."""
 RATE_SAMPLE_S = 10.0
-"""The rate that was being answered, just before a 429, is measured over this many seconds at most."""
+"""The rate that was being answered, just before a 429, is measured over this many seconds at most, minus
+the last pause (which would read as a lower limit)."""
+HELD_LOOKBACK_S = 1.0
+"""A 429 says which limit the provider met by what held requests back at the gate from this long before the
+request went out: our rate (the ceiling is then our rate, and the rate stays just under it; the in-flight
+window is not cut), the window (it is cut), or nothing (both are cut; the ceiling is the rate that was
+being answered, a guess from which the rate climbs by RATE_GUESS_CLIMB per answer until our pacing meets a
+429)."""
+RATE_GUESS_CLIMB = 1.03
+"""From a guessed ceiling the rate grows 3% per answer: it reaches a limit twice the guess in 24 answers,
+and overshoots it by a few percent, which the following 429s at our pacing take back."""
 MIN_RATE = 1.0 / 60
 """The adaptive rate never drops below one request a minute."""
 RECENT_STARTS = 512
@@ -244,6 +267,9 @@ class Turn:
     tokens: int
     probe: bool
     in_flight_at_start: int
+    rate_at_start: float
+    """The gate's rate when this request went out: a 429 to it says that rate was one too many (the rate
+    may have climbed further while it was out)."""
     done: bool = False
 
     def answered(self, tokens_used: int | None = None) -> None:
@@ -288,13 +314,17 @@ class EndpointGate:
         self._waiting: OrderedDict[str, deque[_Waiter]] = OrderedDict()
         self._up_waiters: deque[asyncio.Future[None]] = deque()
         self.in_flight = 0
-        self.window = math.inf
+        self.window = SLOW_START_WINDOW
+        self._slow_start = True  # until the first 429: the window grows by one per answer, not per window
         self.rate = math.inf  # requests per second
         self._ceiling = math.inf  # the rate the last 429 came at
+        self._probing = 0  # answers since the rate came back to RATE_PLATEAU of the ceiling
+        self._ceiling_known = False  # the ceiling is our pacing rate that met a 429, not a measured guess
         self._last_start = -math.inf
+        self._rate_held_at = self._window_held_at = -math.inf  # when each last held a request back
         self._tokens = 0.0
         self._tokens_at = clock()
-        self._paused_until = -math.inf
+        self._paused_from = self._paused_until = -math.inf
         self._last_decrease = -math.inf
         self._recent: deque[float] = deque(maxlen=RECENT_STARTS)
         self._failures = 0
@@ -316,7 +346,8 @@ class EndpointGate:
         merged = self.limits.strictest(limits)
         self.limits = merged
         if merged.max_in_flight is not None:
-            self.window = min(self.window, float(merged.max_in_flight))
+            told = float(merged.max_in_flight)  # the operator knows the cap: no need to find it
+            self.window = told if self._slow_start else min(self.window, told)
         if merged.requests_per_minute is not None:
             self.rate = min(self.rate, self._rate_cap())
 
@@ -423,8 +454,12 @@ class EndpointGate:
             if not queue:
                 del self._waiting[party]
                 continue
-            self._waiting.move_to_end(party)
-            return queue.popleft()
+            waiter = queue.popleft()
+            if queue:
+                self._waiting.move_to_end(party)
+            else:
+                del self._waiting[party]  # so that `_has_waiters` is true only while someone waits
+            return waiter
         return None
 
     def _has_waiters(self) -> bool:
@@ -442,7 +477,7 @@ class EndpointGate:
         self._last_start = now
         if self.counts_tokens:
             self._tokens -= waiter.tokens
-        waiter.future.set_result(Turn(self, now, waiter.tokens, probe, self.in_flight))
+        waiter.future.set_result(Turn(self, now, waiter.tokens, probe, self.in_flight, self.rate))
         return True
 
     def _dispatch(self) -> None:
@@ -470,9 +505,11 @@ class EndpointGate:
                 self._probe_out = self._grant(now, probe=True)
                 break
             if self.in_flight + 1 > self.window:
+                self._window_held_at = now
                 break  # an answer frees a place
             next_start = self._last_start + 1 / self.rate if not math.isinf(self.rate) else -math.inf
             if now < next_start:
+                self._rate_held_at = now
                 wake_at = next_start
                 break
             if self.counts_tokens:
@@ -576,13 +613,18 @@ class EndpointGate:
         if self.counts_tokens and tokens_used is not None:
             self._tokens += turn.tokens - tokens_used
         cap = float(self.limits.max_in_flight) if self.limits.max_in_flight is not None else math.inf
-        if not math.isinf(self.window) and self.window < cap and turn.in_flight_at_start >= int(self.window):
-            self.window = min(cap, self.window + 1 / self.window)
+        if self.window < cap and turn.in_flight_at_start >= int(self.window):
+            self.window = min(cap, self.window + (1 if self._slow_start else 1 / self.window))
         if not math.isinf(self.rate) and not math.isinf(self._ceiling):
-            near = self.rate >= 0.95 * self._ceiling
-            self.rate = min(
-                self._rate_cap(), self.rate + (RATE_PROBE if near else RATE_RECOVER) * self._ceiling
-            )
+            plateau = RATE_PLATEAU * self._ceiling
+            if not self._ceiling_known:  # a guessed ceiling: climb until our pacing finds the limit
+                self.rate *= RATE_GUESS_CLIMB
+            elif self.rate < plateau:  # back fast, to just under the rate that was one too many
+                self.rate = min(plateau, self.rate + RATE_RECOVER * self._ceiling)
+            else:
+                self._probing += 1
+                self.rate += RATE_PROBE * (1 + self._probing / PROBE_ACCELERATION) * self._ceiling
+            self.rate = min(self._rate_cap(), self.rate)
         self._set_state("ok")
         self._release(turn)
 
@@ -595,15 +637,29 @@ class EndpointGate:
         if self._down:  # it answered: up again, if only to say "not now"
             self._down = False
             self._probe_backoff = self.policy.probe_backoff_s
-        self._paused_until = max(self._paused_until, now + max(0.0, wait_s))
         if turn.started >= self._last_decrease:  # once per congestion: not again for requests sent before it
             self._last_decrease = now
-            # From what the provider is holding now (this request included), not from the allowance.
-            self.window = max(1.0, min(self.window, float(self.in_flight)) * WINDOW_DECREASE)
+            self._slow_start = False
+            # What held requests back while this one went out says which limit the provider met.
+            since = turn.started - HELD_LOOKBACK_S
+            paced = self._rate_held_at >= since
+            if self._window_held_at >= since or not paced:
+                # From what the provider is holding now (this request included), not from the allowance.
+                self.window = max(1.0, min(self.window, float(self.in_flight)) * WINDOW_DECREASE)
             answered = self._answered_rate(now)
-            if answered is not None or not math.isinf(self.rate):
-                self._ceiling = min(self.rate, answered if answered is not None else math.inf)
+            if paced and not math.isinf(turn.rate_at_start):
+                # We were sending at our rate, and it was one too many: the limit is just under it.
+                self._ceiling, self._ceiling_known = turn.rate_at_start, True
+            elif answered is not None:
+                # Our rate did not hold anything back (the window did, or too few requests, or a key
+                # shared with others): the provider's limit is near what it answered, a guess.
+                self._ceiling, self._ceiling_known = min(self.rate, answered), False
+            if not math.isinf(self._ceiling):
                 self.rate = max(MIN_RATE, self._ceiling * RATE_DECREASE)
+                self._probing = 0
+        if now >= self._paused_until:
+            self._paused_from = now
+        self._paused_until = max(self._paused_until, now + max(0.0, wait_s))
         self._problem = "HTTP 429 (rate limited)"
         self._set_state("rate_limited")
         self._release(turn)
@@ -614,12 +670,14 @@ class EndpointGate:
         return configured / 60 * RATE_MARGIN if configured is not None else math.inf
 
     def _answered_rate(self, now: float) -> float | None:
-        """Requests per second answered just before now (over RATE_SAMPLE_S at most); None when too few were
-        answered to tell (the in-flight window and the pause then do the holding back)."""
+        """Requests per second answered just before now (over RATE_SAMPLE_S at most, not counting the time
+        of the last pause, when nothing could start); None when too few were answered to tell (the in-flight
+        window and the pause then do the holding back)."""
         recent = [t for t in self._recent if t >= now - RATE_SAMPLE_S]
         if len(recent) < 2:
             return None
-        return len(recent) / max(now - recent[0], 1.0)
+        paused = max(0.0, min(now, self._paused_until) - max(recent[0], self._paused_from))
+        return len(recent) / max(now - recent[0] - paused, 1.0)
 
     def _failed(self, turn: Turn, problem: str) -> None:
         now = self._clock()

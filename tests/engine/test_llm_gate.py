@@ -16,6 +16,9 @@ from green_agent.errors import LLMOutage
 from green_agent.llm_gate import (
     MAX_PROVIDER_WAIT_S,
     PARTY,
+    RATE_DECREASE,
+    RATE_PLATEAU,
+    SLOW_START_WINDOW,
     EndpointGate,
     EndpointLimits,
     GatePolicy,
@@ -117,6 +120,96 @@ async def test_without_a_configured_rate_a_429_sets_one_from_what_was_being_answ
     async with gate.request() as turn:
         turn.answered()
     assert (gate.status().requests_per_minute or 0) > limited  # and it grows again with every answer
+
+
+async def test_without_max_in_flight_the_window_starts_at_four_and_grows_by_one_per_answer_until_a_429() -> (
+    None
+):
+    """Slow start: a run's first burst meets an unknown in-flight cap with four requests, not all of them."""
+    gate = EndpointGate("fake")
+    assert gate.status().allowed_in_flight == SLOW_START_WINDOW == 4
+    turns = [await gate._acquire(0, True) for _ in range(4)]
+    fifth = asyncio.create_task(gate._acquire(0, True))
+    await asyncio.sleep(0.01)
+    assert not fifth.done()  # the window holds it
+    turns[3].answered()  # it went out at a full window: one more
+    assert gate.window == 5
+    turns.append(await fifth)
+    sixth = await gate._acquire(0, True)  # the fifth place, now free
+    sixth.answered()
+    assert gate.window == 6
+    sixth_place = await gate._acquire(0, True)
+    sixth_place.rate_limited(0.0)  # the first 429 ends slow start: half the 5 the provider held
+    assert gate.window == 2.5
+    for turn in turns:
+        turn.answered()
+    window = gate.window
+    full = [await gate._acquire(0, True) for _ in range(int(window))]
+    full[-1].answered()  # from now on one more per window of answers
+    assert gate.window == pytest.approx(window + 1 / window)
+
+
+async def test_a_429_while_our_pacing_held_requests_back_cuts_the_rate_not_the_window() -> None:
+    """Requests waited for our rate when this one went out: the provider met our rate, so the ceiling is the
+    rate it went out at and the in-flight window, which held nothing back, stays."""
+    gate = EndpointGate("fake", EndpointLimits(max_in_flight=8, requests_per_minute=6000))
+    paced = gate.rate
+    turns = await asyncio.gather(*(gate._acquire(0, True) for _ in range(3)))  # 10 ms apart
+    turns[2].rate_limited(0.0)
+    assert gate.window == 8
+    assert gate.rate == pytest.approx(RATE_DECREASE * paced)
+    # Back fast to just under the ceiling (5% of it per answer), then probing above it slowly.
+    for _ in range(8):
+        async with gate.request() as turn:
+            turn.answered()
+    assert gate.rate == pytest.approx(RATE_PLATEAU * paced, rel=0.002)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _answered_at(gate: EndpointGate, clock: _Clock, times: list[float]) -> None:
+    for moment in times:
+        clock.now = moment
+        async with gate.request() as turn:
+            turn.answered()
+
+
+async def test_the_rate_set_by_a_429_does_not_count_the_last_pause_as_a_lower_limit() -> None:
+    """10 answers a second, a 429 that pauses the endpoint 3 s, 10 more a second: what was being answered is
+    10 a second (the pause is time nothing could start), not 20 answers in 5 s."""
+    clock = _Clock()
+    gate = EndpointGate("fake", EndpointLimits(max_in_flight=8), clock=clock)
+    await _answered_at(gate, clock, [1000 + i / 10 for i in range(10)])
+    clock.now = 1001.0
+    async with gate.request() as turn:
+        turn.rate_limited(3.0)
+    assert gate.rate == pytest.approx(RATE_DECREASE * 10)
+    await _answered_at(gate, clock, [1004 + i * 0.15 for i in range(10)])  # slower than our climbing rate
+    before = gate.rate
+    clock.now = 1005.5
+    async with gate.request() as turn:
+        turn.rate_limited(0.0)
+    # A guess (our rate held nothing back): the lower of our rate and the 20 / (5.5 - 3) s answered.
+    assert gate.rate == pytest.approx(RATE_DECREASE * min(before, 20 / 2.5), rel=0.01)
+
+
+async def test_a_calls_own_backoff_does_not_pause_the_endpoint() -> None:
+    """A call's third 429 in a row backs off 4 s; the provider said 1 s: others on the endpoint wait 1 s."""
+    clock = _Clock()
+    gate = EndpointGate("fake", EndpointLimits(max_in_flight=8), clock=clock)
+    async with gate.request() as turn:
+        turn.rate_limited(1.0)
+    clock.now += 1.0
+    waited = time.monotonic()
+    async with gate.request() as turn:
+        turn.answered()
+    assert time.monotonic() - waited < 0.5
 
 
 async def test_a_configured_rate_spaces_request_starts() -> None:

@@ -68,6 +68,42 @@ async def test_a_429_waits_as_long_as_the_provider_says_and_spends_no_retry(styl
     assert took >= 1.9  # the window freed twice: the waits were the provider's, not the 0.05 s backoff
 
 
+async def test_a_calls_growing_backoff_is_its_own_and_does_not_pause_the_endpoint() -> None:
+    """One call meets four 429s in a row (Retry-After: 0.1 s) and backs off 0.4, 0.8, 1.6, 3.2 s as its own
+    policy says; every other request on the endpoint is held only the 0.1 s the provider asked for."""
+    unlucky_429s = 0
+
+    def respond(body: dict[str, Any]) -> FakeReply:
+        nonlocal unlucky_429s
+        if unlucky_429s < 4:
+            unlucky_429s += 1
+            return FakeReply(status=429, headers={"Retry-After": "0.1"})
+        return FakeReply("hello")
+
+    async with serve_fake_llm(respond) as fake:
+        llm = ChatLLM(LLMEndpoint(model="m", base_url=fake.base_url), retry=RetryPolicy(0, backoff_s=0.4))
+        gate = llm.gate
+        assert gate is not None
+        pauses: list[float] = []
+
+        def after_the_429(event: llm_gate.GateEvent) -> None:
+            if event.kind == "rate_limited":  # the gate sets its pause right after telling
+                loop.call_soon(lambda: pauses.append(gate._paused_until - gate._clock()))
+
+        loop = asyncio.get_running_loop()
+        llm_gate.observers.append(after_the_429)
+        try:
+            began = time.monotonic()
+            await llm.complete([{"role": "user", "content": "hi"}])
+            took = time.monotonic() - began
+        finally:
+            llm_gate.observers.remove(after_the_429)
+            await llm.aclose()
+    assert unlucky_429s == 4 and len(pauses) == 4
+    assert max(pauses) <= 0.1  # the provider's time, not the call's 0.8, 1.6, 3.2 s
+    assert took >= 0.4 + 0.8 + 1.6 + 3.2  # the call's own backoff
+
+
 async def test_rate_limited_oracle_run_excludes_nothing_with_the_operators_limits(data: RetailData) -> None:
     """5 requests a second and 6 in flight (429 + Retry-After: 1 beyond, as in the issue), 12 trials at
     once, the customer and the judge on that one key: configured with the key's limits, the run is paced

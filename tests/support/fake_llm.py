@@ -62,6 +62,8 @@ class FakeReply:
     """Sent as `message.refusal` (OpenAI's field for a model that declines to answer)."""
     error: dict[str, Any] | None = None
     """With an error `status`: the `error` object of the body (default: a generic server error)."""
+    headers: dict[str, str] | None = None
+    """With an error `status`: its response headers (e.g. a 429's Retry-After)."""
 
 
 Responder = Callable[[dict[str, Any]], FakeReply]
@@ -291,7 +293,7 @@ class FakeLLM:
     def _respond(self, body: dict[str, Any], reply: FakeReply) -> Response:
         if reply.status != 200:
             error = reply.error or {"message": "fake failure", "type": "server_error"}
-            return JSONResponse({"error": error}, reply.status)
+            return JSONResponse({"error": error}, reply.status, headers=reply.headers)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.refusal is not None:
             message["refusal"] = reply.refusal
