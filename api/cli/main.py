@@ -93,7 +93,7 @@ def _add_assessment_options(parser: argparse.ArgumentParser, *, demo: bool) -> N
     parser.add_argument(
         "--output", type=Path, help="where to write the report JSON (default: reports/<id>.json)"
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar, no failure reasons")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     retry.add_argument(
         "--output", type=Path, help="where to write the report JSON (default: reports/<id>.json)"
     )
-    retry.add_argument("--quiet", action="store_true", help="no progress bar")
+    retry.add_argument("--quiet", action="store_true", help="no progress bar, no failure reasons")
     _add_database(retry)
 
     compare = commands.add_parser(

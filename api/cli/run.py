@@ -1,7 +1,8 @@
 """The in-process assessment behind `green-agent run` (also `run --failed-from ID`) and `green-agent demo`: a
 rich progress bar while it runs, then the report written as JSON and printed as a table, each number with its
 error bar. It goes through the same service as the server, so the assessment is stored in the database like
-any other. `green-agent compare A B` prints the paired comparison of two stored assessments."""
+any other. Unless --quiet, the table is followed by the most common failure reasons, counted as the assessment
+page counts them. `green-agent compare A B` prints the paired comparison of two stored assessments."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,7 +33,9 @@ from api.runtime.service import (
 from api.security.quotas import QuotaExceeded
 from api.settings import Settings
 from api.web.schemas import AssessmentPublic
+from api.web.ui import views
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection
+from green_agent.limits import display_name
 from green_agent.metrics import NOT_JUDGED
 from green_agent.models import SIGNAL_NL, AssessmentReport
 from green_agent.uncertainty import Comparison, Difference, format_p, plus_minus
@@ -112,6 +115,36 @@ def _add_headline(table: Table, report: AssessmentReport) -> None:
         )
     if stats.mixed_tasks is not None:
         table.add_row("tasks with mixed outcomes", str(len(stats.mixed_tasks)))
+
+
+FAILURE_REASONS_SHOWN = 5
+"""Reasons the report prints: the ones to fix first (the assessment page lists ten, its CSV every trial's)."""
+REASON_CHARS = 160
+"""A reason's length on the terminal, at most (it may quote an argument name or an error line)."""
+
+
+def failure_reason_lines(common: Sequence[tuple[str, int]], shown: int = FAILURE_REASONS_SHOWN) -> list[str]:
+    """The report's "most common failure reasons" block as plain lines, from `views.common_failures` (the
+    assessment page's counts: failed trials per reason, most frequent first): the first `shown` with their
+    counts, then a line saying there are more; nothing when no trial failed. A reason may carry the agent's
+    text, so control and format characters are dropped (no escape sequence reaches the terminal); the caller
+    prints the lines without rich markup."""
+    if not common:
+        return []
+    width = len(str(max(count for _, count in common[:shown])))
+    lines = ["most common failure reasons (failed trials with each):"]
+    lines += [
+        f"  {count:>{width}}  {display_name(reason, REASON_CHARS) or '?'}" for reason, count in common[:shown]
+    ]
+    if len(common) > shown:
+        lines.append("  and more: the assessment page and its trials CSV list them")
+    return lines
+
+
+def print_failure_reasons(console: Console, common: Sequence[tuple[str, int]]) -> None:
+    """The block as plain text: rich must not read an agent's "[...]" as markup."""
+    for line in failure_reason_lines(common):
+        console.print(line, markup=False, highlight=False, emoji=False)
 
 
 async def _follow(
@@ -225,6 +258,10 @@ async def _run_and_report(
                 f"[bold yellow]PARTIAL{note}:[/bold yellow] {final.report.partial_summary()}; "
                 "the numbers cover only the scored trials"
             )
+        if not quiet:  # --quiet keeps to the table and the lines a script looks for
+            summaries = await runtime.repository.trial_summaries(final.id)
+            # One more than shown: whether to say there are more.
+            print_failure_reasons(console, views.common_failures(summaries, limit=FAILURE_REASONS_SHOWN + 1))
     if final.status != COMPLETED:
         console.print(f"[red]assessment {final.status}:[/red] {final.error}")
     console.print(f"report written to {path}")

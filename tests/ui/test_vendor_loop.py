@@ -9,6 +9,7 @@ trial JSON, and rank on the leaderboard only what is comparable."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -19,12 +20,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.async_api import Browser, expect
+from a2a.server.agent_execution import RequestContext
+from a2a.server.events import EventQueue
+from playwright.async_api import Browser, Locator, expect
 
 from green_agent.limits import AgentLimits, display_name
 from green_agent.reference_agents import serve_reference_agent
+from green_agent.reference_agents.replies import Incoming
 from retail_domain import RetailData
-from tests.api.servers import serve_green
+from tests.api.servers import poll, serve_green, serve_green_app
 from tests.support.agents import BuggyExecutor, serve_executor
 from tests.ui.conftest import PHONE, Tab, no_clipped_table, no_sideways_scroll, run_assessment
 
@@ -301,3 +305,82 @@ async def test_every_page_fits_a_phone(browser: Browser, runs: Runs, artifacts: 
             await phone.shot(f"phone-vendor-{name}")
     finally:
         await context.close()
+
+
+class GatedBuggy(BuggyExecutor):
+    """BuggyExecutor whose conversations on each task wait until the test opens that task's gate: the test
+    decides which trial finishes when, while the page watches."""
+
+    def __init__(self, data: RetailData, bugs: dict[str, str], tasks: list[str]) -> None:
+        super().__init__(data, bugs)
+        self.gates = {task: asyncio.Event() for task in tasks}
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        match = re.search(r"scripted customer for task ([^\s.]+)", Incoming.of(context.message).text)
+        if match and match.group(1) in self.gates:  # the first message names the task
+            await self.gates[match.group(1)].wait()
+        await super().execute(context, event_queue)
+
+
+async def square(cell: Locator) -> tuple[str | None, str | None]:
+    """A grid square as the page has it: its classes and its link, as written in the DOM."""
+    return await cell.get_attribute("class"), await cell.get_attribute("href")
+
+
+async def test_squares_added_live_follow_the_kind_filter(
+    browser: Browser, ui_data: RetailData, artifacts: Path, tmp_path: Path
+) -> None:
+    """A page opened with ?kind=missing_action while the run goes: each square the event stream adds is
+    dimmed unless its trial has a missing write, and links on with the filter, exactly as the page renders
+    the same squares once the run ends and it reloads."""
+    tasks = ["0", "5", "1"]  # a missing write, an extra write, a pass
+    agent = GatedBuggy(ui_data, {"0": "skip_write", "5": "extra_write"}, tasks)
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'green_agent.db'}"
+    async with (
+        serve_executor(agent) as agent_url,
+        serve_green_app(database_url) as (url, app),
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        context = await browser.new_context(base_url=url, viewport={"width": 1280, "height": 900})
+        tab = Tab(await context.new_page(), artifacts)
+        page = tab.page
+        page.on("console", lambda m: tab.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: tab.errors.append(str(e)))
+        try:
+            body = {"agent_url": agent_url, "tasks": {"task_ids": tasks}, "trials": 1, "concurrency": 3}
+            created = await client.post("/assessments", json=body)
+            assert created.status_code == 202, created.text
+            assessment_id = created.json()["id"]
+            await page.goto(f"/ui/assessments/{assessment_id}?kind=missing_action")
+            grid = page.locator("#trial-grid")
+            await expect(grid.locator(".cell.o-pending")).to_have_count(3)
+            # The page's stream is subscribed before any trial ends: no square can miss its event.
+            hub = app.state.runtime.service.hub
+            for _ in range(200):
+                if hub._subscribers.get(assessment_id):
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("the page never subscribed to the run's progress")
+
+            agent.gates["0"].set()
+            missing = grid.locator('.task[data-task="0"] a.cell')
+            await expect(missing).to_have_class("cell o-missing_action", timeout=30_000)  # not dimmed
+            agent.gates["5"].set()
+            extra = grid.locator('.task[data-task="5"] a.cell')
+            await expect(extra).to_have_class("cell o-extra_write dim", timeout=30_000)
+            live = {"0": await square(missing), "5": await square(extra)}
+            assert live["0"][1] == f"/ui/assessments/{assessment_id}/trials/0/0?kind=missing_action"
+            await expect(grid.locator(".cell.o-pending")).to_have_count(1)  # task 1 still running
+            await tab.shot("vendor-live-filtered", full_page=False)
+
+            agent.gates["1"].set()
+            await poll(client, f"/assessments/{assessment_id}", lambda b: b["status"] == "completed")
+            # It reloads when the run ends: the server's squares are the ones the stream drew.
+            await expect(page.locator(".headline")).to_contain_text("average reward", timeout=30_000)
+            for task, drawn in live.items():
+                assert await square(grid.locator(f'.task[data-task="{task}"] a.cell')) == drawn
+            await expect(grid.locator('.task[data-task="1"] a.cell')).to_have_class("cell o-passed dim")
+            assert tab.errors == []
+        finally:
+            await context.close()

@@ -10,7 +10,9 @@ starts from the current state again; a reader that stops reading altogether is d
 `api.runtime.streams`).
 
 Asked `with_trials` (the assessment page), it also sends a `trial` event per finished trial, with the grid
-cell that trial now has (`{assessment_id, task_id, trial, outcome, title, href}`), read back from storage.
+cell that trial now has (`{assessment_id, task_id, trial, outcome, title, href, kinds}`), read back from
+storage: `kinds` are the trial's failure kinds, so a page filtered by kind dims the square as it would have
+rendered it.
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ class TrialCell(BaseModel):
     outcome: str
     title: str
     href: str
+    kinds: list[str]
+    """The trial's failure kinds (`views.trial_kinds`): names from the fixed `FAILURE_KINDS`, at most one
+    each, so bounded and nothing the page would not show anyway (its squares' colours and the filter)."""
 
 
 async def _trial_cell(
@@ -86,6 +91,7 @@ async def _trial_cell(
         outcome=cell.outcome,
         title=cell.title,
         href=href,
+        kinds=list(cell.kinds),
     )
 
 

@@ -2,8 +2,10 @@
 // Elements carrying data-live-ids="<id>,<id>" ask to follow those assessments; each progress event moves the
 // matching <progress> bars, status badges and "waiting for ..." lines (what the run waits for among our LLM
 // endpoints: rate limited, or down since when). With data-live-trials each finished trial's square in the grid
-// takes its colour and becomes a link; with data-reload-when-done the page reloads once they finish, to show
-// the report. Text goes in through textContent and properties only: nothing from the server is parsed as HTML.
+// takes its colour and becomes a link; on a grid filtered by failure kind (data-kind) it is dimmed unless the
+// trial has that kind, and links on with the filter, as the server renders it. With data-reload-when-done the
+// page reloads once they finish, to show the report. Text goes in through textContent and properties only:
+// nothing from the server is parsed as HTML.
 "use strict";
 
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
@@ -48,13 +50,18 @@ function follow(container) {
 }
 
 function showTrial(t) {
-  for (const column of document.querySelectorAll("#trial-grid .task")) {
+  const grid = document.getElementById("trial-grid");
+  if (!grid) return;
+  const kind = grid.dataset.kind; // the page's failure-kind filter, if any
+  for (const column of grid.querySelectorAll(".task")) {
     if (column.dataset.task !== t.task_id) continue;
     const old = column.querySelectorAll(".cell")[t.trial];
     if (!old) return;
     const link = document.createElement("a");
     link.className = "cell o-" + t.outcome;
-    link.href = t.href;
+    // Exactly the template's rule: a square is dimmed unless its trial has the kind filtered on.
+    if (kind && !(t.kinds || []).includes(kind)) link.classList.add("dim");
+    link.href = kind ? t.href + "?kind=" + encodeURIComponent(kind) : t.href;
     link.title = t.title;
     const label = document.createElement("span");
     label.className = "sr";
