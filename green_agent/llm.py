@@ -298,11 +298,17 @@ class ChatLLM:
     async def check(self, timeout_s: float) -> str | None:
         """One request that needs the endpoint and its key but costs no tokens (the model list): None when
         the endpoint answers, else what is wrong and what to do about it. An endpoint without a model list
-        (HTTP 404 and the like) answered, so it passes: only no answer, or a refused key, fails."""
+        (HTTP 404 and the like) answered, so it passes: only no answer, or a refused key, fails.
+
+        No answer from an endpoint that has answered before in this process is an outage, not a mistake in
+        the settings: it passes, and the assessment's trials wait for the endpoint at its gate (up to the
+        operator's outage tolerance), as the trials of a running assessment do."""
         import openai
 
         where = self.endpoint.base_url or "the OpenAI default URL"
         name = f"LLM {self.endpoint.model!r} at {where}"
+        gate = self.gate
+        assert gate is not None
         try:
             await self._client.with_options(timeout=timeout_s).models.list()
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
@@ -311,13 +317,19 @@ class ChatLLM:
                 "api_key in GREEN_AGENT_USER_MODELS / GREEN_AGENT_JUDGE_MODEL"
             )
         except openai.APIStatusError:
+            gate.answered_once = True
             return None
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             cause = exc.__cause__ or exc
+            problem = _short(str(cause) or type(cause).__name__, 120)
+            if gate.answered_once:
+                log.warning("%s does not answer (%s) but did before: trials wait for it", name, problem)
+                return None
             return (
-                f"{name} is unreachable ({_short(str(cause) or type(cause).__name__, 120)}); check that it "
-                "runs and the base_url (OPENAI_BASE_URL, or the model's base_url)"
+                f"{name} is unreachable ({problem}); check that it runs and the base_url (OPENAI_BASE_URL, "
+                "or the model's base_url)"
             )
+        gate.answered_once = True
         return None
 
     def _failed(self, problem: str) -> str:

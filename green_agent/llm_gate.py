@@ -314,6 +314,9 @@ class EndpointGate:
         self._waiting: OrderedDict[str, deque[_Waiter]] = OrderedDict()
         self._up_waiters: deque[asyncio.Future[None]] = deque()
         self.in_flight = 0
+        # The endpoint has answered in this process (a completion or `ChatLLM.check`): no answer from it now
+        # is an outage to wait out, not a wrong URL.
+        self.answered_once = False
         self.window = SLOW_START_WINDOW
         self._slow_start = True  # until the first 429: the window grows by one per answer, not per window
         self.rate = math.inf  # requests per second
@@ -602,6 +605,7 @@ class EndpointGate:
         self._dispatch()
 
     def _answered(self, turn: Turn, tokens_used: int | None) -> None:
+        self.answered_once = True
         self._failures = 0
         self._unanswered_since = self._unanswered_wall = None
         self._rate_limited_now = False

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection, llm_gate
+from green_agent.errors import LLMUnavailableError
 from green_agent.llm import ChatLLM, RetryPolicy
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData
@@ -213,6 +214,32 @@ async def test_past_the_outage_tolerance_the_waiting_trials_are_excluded_at_once
             await asyncio.sleep(max(0.0, 4.5 - (time.monotonic() - fake.started_at)))
             again = await engine.run(config)
     assert again.complete and again.avg_reward == 1.0
+
+
+async def test_an_assessment_started_during_an_outage_of_an_endpoint_that_answered_before_waits_for_it(
+    data: RetailData,
+) -> None:
+    """The start check (no answer: "unreachable, check that it runs") is for a wrong URL; an endpoint that
+    answered an earlier assessment of this process and now refuses connections is an outage: the new
+    assessment passes the check and its trials wait for the endpoint like those of a running one."""
+    rules = ProviderRules(outage_from_s=3.0, outage_s=2.0, outage="refuse")
+    async with (
+        serve_fake_llm(customer_or_judge(data), rules=rules) as fake,
+        serve_reference_agent("oracle", data=data) as url,
+    ):
+        config = AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=TASKS[:2]), concurrency=2)
+        settings = {**_settings(fake.base_url), "llm_retry_backoff_s": 0.1, "llm_check_timeout_s": 0.5}
+        async with engine_for(data, **settings) as engine, engine_for(data, **settings) as fresh:
+            await engine.check_llms(config)
+            assert (await engine.run(config)).complete
+            await asyncio.sleep(max(0.0, 3.2 - (time.monotonic() - fake.started_at)))  # into the outage
+            await engine.check_llms(config)  # answered before: passes
+            with pytest.raises(LLMUnavailableError, match="unreachable"):
+                await fresh.check_llms(config)  # never answered this process: a wrong URL, said at once
+            again = await engine.run(config)
+            took_until = time.monotonic() - fake.started_at
+    assert again.complete and again.avg_reward == 1.0
+    assert took_until >= 5.0  # it waited for the end of the outage
 
 
 async def test_a_refused_key_is_no_outage(data: RetailData) -> None:
