@@ -7,7 +7,7 @@ reports from them. `AssessmentReport.schema_version` is bumped whenever a stored
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -100,15 +100,7 @@ FailureKind = Literal[
     "tool_errors",
 ]
 """What went wrong in a failed trial (green_agent/failures.py), in the order a trial's first one names it."""
-FAILURE_KINDS: tuple[FailureKind, ...] = (
-    "termination",
-    "missing_action",
-    "wrong_arguments",
-    "extra_write",
-    "db_difference",
-    "nl_assertion",
-    "tool_errors",
-)
+FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
 
 class Failure(BaseModel):
