@@ -384,3 +384,40 @@ async def test_squares_added_live_follow_the_kind_filter(
             assert tab.errors == []
         finally:
             await context.close()
+
+
+async def test_the_live_stream_opens_with_the_squares_of_trials_already_stored(
+    ui_data: RetailData, tmp_path: Path
+) -> None:
+    """A page drawn before a trial finished, whose stream subscribes after it did: the stream's first events
+    carry that trial's square, rather than leaving it pending until the page reloads."""
+    tasks = ["0", "1"]
+    agent = GatedBuggy(ui_data, {"0": "skip_write"}, tasks)
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'green_agent.db'}"
+    async with (
+        serve_executor(agent) as agent_url,
+        serve_green_app(database_url) as (url, _app),
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        body = {"agent_url": agent_url, "tasks": {"task_ids": tasks}, "trials": 1, "concurrency": 2}
+        created = await client.post("/assessments", json=body)
+        assert created.status_code == 202, created.text
+        assessment_id = created.json()["id"]
+        agent.gates["0"].set()
+        await poll(client, f"/assessments/{assessment_id}", lambda b: b["progress"]["trials_done"] == 1)
+        squares = []
+        params = {"id": assessment_id, "trials": "true"}
+        async with client.stream("GET", "/ui/live", params=params) as stream, asyncio.timeout(10):
+            event = ""
+            async for line in stream.aiter_lines():
+                if line.startswith("event:"):
+                    event = line.removeprefix("event:").strip()
+                elif line.startswith("data:") and event == "trial":
+                    squares.append(json.loads(line.removeprefix("data:")))
+                    break  # task 1 is still held: only a stored trial can have sent this
+        agent.gates["1"].set()
+        await poll(client, f"/assessments/{assessment_id}", lambda b: b["status"] == "completed")
+    assert [(s["task_id"], s["trial"], s["outcome"], s["kinds"]) for s in squares] == [
+        ("0", 0, "missing_action", ["missing_action"])
+    ]
+    assert squares[0]["href"] == f"/ui/assessments/{assessment_id}/trials/0/0"

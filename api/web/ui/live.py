@@ -9,10 +9,10 @@ reader falls behind: its bounded queue ends with `lagged`, the stream ends, and 
 starts from the current state again; a reader that stops reading altogether is dropped by
 `api.runtime.streams`).
 
-Asked `with_trials` (the assessment page), it also sends a `trial` event per finished trial, with the grid
-cell that trial now has (`{assessment_id, task_id, trial, outcome, title, href, kinds}`), read back from
-storage: `kinds` are the trial's failure kinds, so a page filtered by kind dims the square as it would have
-rendered it.
+Asked `with_trials` (the assessment page), it also sends a `trial` event per finished trial (first one for
+each trial already stored, then as each finishes), with the grid cell that trial now has (`{assessment_id,
+task_id, trial, outcome, title, href, kinds}`), read back from storage: `kinds` are the trial's failure
+kinds, so a page filtered by kind dims the square as it would have rendered it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 from sse_starlette import ServerSentEvent
 
-from api.db.repository import TERMINAL, AssessmentRepository
+from api.db.repository import TERMINAL, AssessmentRepository, TrialSummary
 from api.runtime.events import (
     PROGRESS_ONLY,
     HubEvent,
@@ -80,8 +80,10 @@ async def _trial_cell(
     repository: AssessmentRepository, assessment_id: str, done: TrialDone
 ) -> TrialCell | None:
     summary = await repository.get_trial_summary(assessment_id, done.task_id, done.trial)
-    if summary is None:
-        return None
+    return None if summary is None else _cell_event(assessment_id, summary)
+
+
+def _cell_event(assessment_id: str, summary: TrialSummary) -> TrialCell:
     cell = views.cell(summary)
     href = f"/ui/assessments/{assessment_id}/trials/{quote(cell.task_id, safe='')}/{cell.trial}"
     return TrialCell(
@@ -127,6 +129,13 @@ async def progress_stream(
             yield _event(last[assessment_id])
             if not record.finished:
                 open_ids.add(assessment_id)
+                if with_trials:
+                    # The page was drawn before this stream subscribed: a trial that finished in between
+                    # would stay pending on it until a reload. One event per stored trial (as many as the
+                    # page drew squares; the page replaces a square with the same one).
+                    for summary in await service.repository.trial_summaries(assessment_id):
+                        stored = _cell_event(assessment_id, summary)
+                        yield ServerSentEvent(data=stored.model_dump_json(), event="trial")
         if not open_ids:
             return
         merged: asyncio.Queue[tuple[str, HubEvent]] = asyncio.Queue(1)
