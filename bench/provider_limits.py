@@ -12,13 +12,16 @@ Runs:
 * `told`: the operator configured the key's limits (`requests_per_minute=300`, `max_in_flight=6`);
 * `untold`: no limits configured, the gate learns them from the 429s (AIMD);
 * `outage`: `told`, and the provider answers 503 for `--outage-s` (120) seconds from 5 s into the run;
-* `gate`: no assessment: the CPU one request costs at the gate (`green_agent/llm_gate.py`), 50 at once.
+* `gate`: no assessment: the CPU one request costs at the gate (`green_agent/llm_gate.py`), 50 at once;
+* `shared`: no assessment: two worker processes (`tests/support/provider_client.py`), each told the key's
+  whole limit and not knowing of the other, send `--shared-requests` (150) requests each through the same key:
+  wall time against the key's bound, 429s, and how far apart the two finish (fairness).
 
 Each prints the wall time against the rate-limit bound (successful requests / 5 per second; for the outage
 run plus the outage), the share of 429 answers and the excluded trials. Goals (issue 27): 0 excluded in
 every run, wall <= 1.2x the bound, 429 answers <= 10% of requests.
 
-    .venv/bin/python -m bench.provider_limits                     # all three runs (~6 minutes)
+    .venv/bin/python -m bench.provider_limits                     # every run (~8 minutes)
     .venv/bin/python -m bench.provider_limits --runs told --num-tasks 40
 """
 
@@ -28,6 +31,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import json
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -45,7 +49,7 @@ from retail_domain import load_retail_data
 
 RATE_PER_S = 5
 IN_FLIGHT = 6
-RUNS = ("told", "untold", "outage", "gate")
+RUNS = ("told", "untold", "outage", "gate", "shared")
 
 
 @dataclass
@@ -189,11 +193,46 @@ async def gate_cost(requests: int = 50_000) -> None:
     print_table("CPU per LLM request at the gate (bench.provider_limits --runs gate)", ["limits", "us"], rows)
 
 
+async def shared_key(options: argparse.Namespace) -> None:
+    """Two processes on one key, each configured with all of it: do they settle on it together?"""
+    async with fake_provider(options.latency_s, None) as llm_url:
+        command = [sys.executable, "-m", "tests.support.provider_client", llm_url]
+        command += ["--requests", str(options.shared_requests), "--concurrency", "16"]
+        command += ["--max-in-flight", str(IN_FLIGHT), "--requests-per-minute", str(60 * RATE_PER_S)]
+        began = time.perf_counter()
+        children = [
+            await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE) for _ in range(2)
+        ]
+        outputs = [json.loads((await child.communicate())[0]) for child in children]
+        wall = time.perf_counter() - began
+        answered = (await provider_stats(llm_url))["answered"]
+    ok, limited = int(answered.get("200", 0)), int(answered.get("429", 0))
+    seconds = sorted(float(o["seconds"]) for o in outputs)
+    bound = ok / RATE_PER_S
+    rows = [
+        [
+            f"{wall:.1f}",
+            f"{bound:.1f}",
+            f"{wall / bound:.2f}",
+            " / ".join(f"{s:.1f}" for s in seconds),
+            str(ok + limited),
+            f"{limited} ({100 * limited / max(ok + limited, 1):.1f}%)",
+            str(sum(int(o["failed"]) for o in outputs)),
+        ]
+    ]
+    headers = ["wall s", "bound s", "wall/bound", "each process s", "requests", "429s", "failed"]
+    title = f"Two processes, each told the whole key, {options.shared_requests} requests each (--runs shared)"
+    print_table(title, headers, rows)
+
+
 async def main(options: argparse.Namespace) -> int:
     outcomes = []
     for run in options.runs:
         if run == "gate":
             await gate_cost()
+            continue
+        if run == "shared":
+            await shared_key(options)
             continue
         outcome = await one_run(run, options)
         outcomes.append(outcome)
@@ -211,4 +250,5 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency-s", type=float, default=0.3, help="time the provider takes per answer")
     parser.add_argument("--outage-s", type=float, default=120.0)
+    parser.add_argument("--shared-requests", type=int, default=150, help="per process (--runs shared)")
     sys.exit(asyncio.run(main(parser.parse_args())))
