@@ -225,9 +225,8 @@ class ChatLLM:
                         # own backoff, which grows with its 429s in a row, without holding the others.
                         backoff = self.retry.delay(rate_limited)
                         turn.rate_limited(wait if wait is not None else backoff)
-                        own_wait = backoff if wait is not None and backoff > wait else 0.0
+                        rate_limited_wait = backoff if wait is not None and backoff > wait else 0.0
                         rate_limited += 1
-                        rate_limited_wait = own_wait
                         continue  # no retry spent: the gate holds the next turn until the wait is over
                     rate_limited = 0
                     if exc.status_code >= 500:

@@ -318,7 +318,6 @@ class EndpointGate:
         # is an outage to wait out, not a wrong URL.
         self.answered_once = False
         self.window = SLOW_START_WINDOW
-        self._slow_start = True  # until the first 429: the window grows by one per answer, not per window
         self.rate = math.inf  # requests per second
         self._ceiling = math.inf  # the rate the last 429 came at
         self._probing = 0  # answers since the rate came back to RATE_PLATEAU of the ceiling
@@ -353,6 +352,11 @@ class EndpointGate:
             self.window = told if self._slow_start else min(self.window, told)
         if merged.requests_per_minute is not None:
             self.rate = min(self.rate, self._rate_cap())
+
+    @property
+    def _slow_start(self) -> bool:
+        """Until the first 429: the window grows by one per answer, not per window of answers."""
+        return math.isinf(self._last_decrease)
 
     # -- what callers use ---------------------------------------------------------------------------------
 
@@ -643,7 +647,6 @@ class EndpointGate:
             self._probe_backoff = self.policy.probe_backoff_s
         if turn.started >= self._last_decrease:  # once per congestion: not again for requests sent before it
             self._last_decrease = now
-            self._slow_start = False
             # What held requests back while this one went out says which limit the provider met.
             since = turn.started - HELD_LOOKBACK_S
             paced = self._rate_held_at >= since
