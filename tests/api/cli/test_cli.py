@@ -130,10 +130,27 @@ async def test_run_exits_partial_failed_and_cancelled_with_their_own_codes(
 
     # Ctrl-C: the assessment is cancelled, the trials that finished are reported, and the code says so.
     database_url = f"sqlite+aiosqlite:///{tmp_path / 'cancelled.db'}"
+    code, started, output = await interrupted_run(
+        database_url,
+        *("--agent-url", slow_oracle_url, "--trials", "4", "--concurrency", "2"),
+        *("--output", str(tmp_path / "c.json")),
+    )
+    assert "trials of" in started, started
+    assert code == ExitCode.CANCELLED, output
+    saved = json.loads((tmp_path / "c.json").read_text())
+    assert saved["status"] == "cancelled"
+    report = saved["report"]
+    assert report["complete"] is False and 0 < report["partial_reasons"]["not_run"] < 456
+    assert report["trials_total"] + report["partial_reasons"]["not_run"] == 456
+    assert "PARTIAL:" in output and "not run" in output
+
+
+async def interrupted_run(database_url: str, *args: str) -> tuple[int, str, str]:
+    """`green-agent run ARGS --database-url URL --quiet` in a subprocess, sent SIGINT (Ctrl-C) once a trial is
+    stored: its exit code, its first line and its whole output."""
     process = await asyncio.create_subprocess_exec(
         str(GREEN_AGENT_BIN),
-        *("run", "--agent-url", slow_oracle_url, "--trials", "4", "--concurrency", "2"),
-        *("--output", str(tmp_path / "c.json"), "--database-url", database_url, "--quiet"),
+        *("run", *args, "--database-url", database_url, "--quiet"),
         cwd=REPO_ROOT,
         env={**os.environ, "COLUMNS": "160"},
         stdout=asyncio.subprocess.PIPE,
@@ -141,18 +158,11 @@ async def test_run_exits_partial_failed_and_cancelled_with_their_own_codes(
     )
     assert process.stdout is not None
     started = await asyncio.wait_for(process.stdout.readline(), 60)
-    assert b"trials of" in started, started
     await _until_a_trial_is_stored(database_url)
     process.send_signal(signal.SIGINT)
     rest, _ = await asyncio.wait_for(process.communicate(), 60)
-    output = (started + rest).decode()
-    assert process.returncode == ExitCode.CANCELLED, output
-    saved = json.loads((tmp_path / "c.json").read_text())
-    assert saved["status"] == "cancelled"
-    report = saved["report"]
-    assert report["complete"] is False and 0 < report["partial_reasons"]["not_run"] < 456
-    assert report["trials_total"] + report["partial_reasons"]["not_run"] == 456
-    assert "PARTIAL:" in output and "not run" in output
+    assert process.returncode is not None  # communicate() waited for the exit
+    return process.returncode, started.decode(), (started + rest).decode()
 
 
 async def _until_a_trial_is_stored(database_url: str, timeout_s: float = 60) -> None:

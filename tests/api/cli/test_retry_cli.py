@@ -5,16 +5,12 @@ assessment, is exit 1 with one line."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import re
-import signal
 from pathlib import Path
 
 from api.cli.exit_codes import ExitCode
-from tests.api.cli.test_cli import _until_a_trial_is_stored, green_agent
-from tests.api.servers import GREEN_AGENT_BIN, REPO_ROOT
+from tests.api.cli.test_cli import green_agent, interrupted_run
 
 TASKS = "0,1,5,6,7,8"
 """Scored on the DB alone: complete without a judge."""
@@ -22,22 +18,12 @@ TASKS = "0,1,5,6,7,8"
 
 async def test_a_cancelled_run_is_continued_by_retry(slow_oracle_url: str, tmp_path: Path) -> None:
     database_url = f"sqlite+aiosqlite:///{tmp_path / 'run.db'}"
-    process = await asyncio.create_subprocess_exec(
-        str(GREEN_AGENT_BIN),
-        *("run", "--agent-url", slow_oracle_url, "--task-ids", TASKS, "--concurrency", "1"),
-        *("--output", str(tmp_path / "run.json"), "--database-url", database_url, "--quiet"),
-        cwd=REPO_ROOT,
-        env={**os.environ, "COLUMNS": "160"},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+    code, _, output = await interrupted_run(
+        database_url,
+        *("--agent-url", slow_oracle_url, "--task-ids", TASKS, "--concurrency", "1"),
+        *("--output", str(tmp_path / "run.json")),
     )
-    assert process.stdout is not None
-    started = await asyncio.wait_for(process.stdout.readline(), 60)
-    await _until_a_trial_is_stored(database_url)
-    process.send_signal(signal.SIGINT)
-    rest, _ = await asyncio.wait_for(process.communicate(), 60)
-    output = (started + rest).decode()
-    assert process.returncode == ExitCode.CANCELLED, output
+    assert code == ExitCode.CANCELLED, output
     saved = json.loads((tmp_path / "run.json").read_text())
     assessment_id, done = saved["id"], saved["report"]["trials_total"]
     assert 1 <= done < 6
