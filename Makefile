@@ -1,5 +1,6 @@
 # Two entry points for a fresh machine: `make demo` and `make test`.
-# Each creates the virtual environment in .venv on first use.
+# Each creates the virtual environment in .venv on first use, with the upstream data files that no package
+# ships (telecom's, mock's policy: `green-agent data install`, docs/dependencies.md).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,6 +11,7 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/green-agent data install
 	touch $@
 
 # A real assessment: the built-in oracle white agent on loopback, the scripted user, SQLite.

