@@ -172,6 +172,7 @@ class Settings(BaseSettings):
         description="Pause of the scripted user before each message (simulates an LLM user; benchmarks).",
     )
     user_guidelines_file: Path | None = _engine_default("user_guidelines_file")
+    user_guidelines_tools_file: Path | None = _engine_default("user_guidelines_tools_file")
     judge_rubric_file: Path | None = _engine_default("judge_rubric_file")
     normalize_ids: bool = _engine_default("normalize_ids")
     # -- scoring integrity (issue 8): bounds on the white agent, retries of trials our side failed -----------
@@ -585,6 +586,7 @@ class Settings(BaseSettings):
             conversations_per_client=self.conversations_per_client,
             scripted_user_delay_s=self.scripted_user_delay_s,
             user_guidelines_file=self.user_guidelines_file,
+            user_guidelines_tools_file=self.user_guidelines_tools_file,
             judge_rubric_file=self.judge_rubric_file,
             normalize_ids=self.normalize_ids,
             longest_first=self.longest_first,

@@ -170,6 +170,11 @@ class EngineSettings(BaseModel):
     user_guidelines_file: Path | None = Field(
         default=None, description="Replaces the built-in user guidelines."
     )
+    user_guidelines_tools_file: Path | None = Field(
+        default=None,
+        description="Replaces the built-in guidelines of a customer who has tools of its own (telecom, "
+        "mock); upstream's simulation_guidelines_tools.md keeps a submission standard.",
+    )
     judge_rubric_file: Path | None = Field(default=None, description="Replaces the built-in judge rubric.")
     scripted_user_delay_s: float = Field(
         default=0.0,

@@ -35,6 +35,7 @@ from typing import Any
 
 from a2a.types import AgentCard
 
+from domain_kit import DomainData, TerminationReason
 from green_agent.config import (
     SCRIPTED_USER,
     AssessmentConfig,
@@ -77,7 +78,6 @@ from green_agent.white_agent.dialect import Dialect, declares_structured
 from green_agent.white_agent.egress import EgressPolicy, Resolver, resolve_agent
 from green_agent.white_agent.structured_dialect import StructuredDialect
 from green_agent.white_agent.text_dialect import TextDialect
-from retail_domain import TOOL_SCHEMAS, RetailData, TerminationReason
 
 log = logging.getLogger(__name__)
 
@@ -88,11 +88,11 @@ class Engine:
     """Long-lived: `async with Engine(settings, data) as engine: await engine.run(config)`."""
 
     def __init__(
-        self, settings: EngineSettings, data: RetailData, *, resolver: Resolver | None = None
+        self, settings: EngineSettings, data: DomainData, *, resolver: Resolver | None = None
     ) -> None:
         self.settings = settings
         self.data = data
-        self._tools = [dict(schema) for schema in TOOL_SCHEMAS]
+        self._tools = [dict(schema) for schema in data.tool_schemas]
         self._resolver = resolver
         self._pools: dict[EgressPolicy, WhiteAgentPool] = {}
         self._llms: dict[tuple[str, str | None, str | None, str], ChatLLM] = {}
@@ -112,11 +112,15 @@ class Engine:
             )
         )
         self._guidelines = ""
+        self._tools_guidelines = ""
         self._judge: Judge | None = None
 
     async def __aenter__(self) -> Engine:
         s = self.settings
         self._guidelines = await asyncio.to_thread(load_prompt, "user_guidelines.md", s.user_guidelines_file)
+        self._tools_guidelines = await asyncio.to_thread(
+            load_prompt, "user_guidelines_tools.md", s.user_guidelines_tools_file
+        )
         if s.judge is not None:
             rubric = await asyncio.to_thread(load_prompt, "judge_rubric.md", s.judge_rubric_file)
             self._judge = Judge(llm=self._llm(s.judge), rubric=rubric, json_schema=s.judge_json_schema)
@@ -253,7 +257,12 @@ class Engine:
         if name == SCRIPTED_USER:
             return ScriptedUserSimulator(delay_s=self.settings.scripted_user_delay_s)
         endpoint = self.settings.user_models[name]
-        return LLMUserSimulator(name=name, llm=self._llm(endpoint), guidelines=self._guidelines)
+        return LLMUserSimulator(
+            name=name,
+            llm=self._llm(endpoint),
+            guidelines=self._guidelines,
+            tools_guidelines=self._tools_guidelines,
+        )
 
     async def check_llms(self, config: AssessmentConfig) -> None:
         """Check once that the LLM endpoints `config` needs (its user model, the judge) answer and take their
@@ -408,12 +417,13 @@ class Engine:
 
     @property
     def user_guidelines(self) -> str:
-        """The user-simulator guidelines this engine uses (the operator's file, else the built-in text)."""
-        return self._guidelines
+        """The user-simulator guidelines this engine uses (the operator's file, else the built-in text); for a
+        domain whose customer has tools of its own, those of a customer with tools."""
+        return self._tools_guidelines if self.data.user_tool_schemas else self._guidelines
 
     @property
     def user_guidelines_sha256(self) -> str:
-        return _sha256(self._guidelines)
+        return _sha256(self.user_guidelines)
 
     async def run_with_retries(
         self, spec: TrialSpec, deps: TrialDeps, gates: Sequence[EndpointGate] = ()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,20 +26,34 @@ from typing import Any
 
 from a2a.types import Part
 
-from domain_kit import DomainEnvironment, TerminationReason
-from green_agent.conversation.user_simulator import GREETING, UserSimulator, is_user_stop
+from domain_kit import DomainData, DomainEnvironment, Task, TerminationReason
+from green_agent.conversation.user_simulator import (
+    GREETING,
+    CustomerCall,
+    CustomerToolResult,
+    UserSimulator,
+    UserTurn,
+    is_user_stop,
+)
 from green_agent.core.errors import (
     AgentError,
     AgentProtocolError,
     AgentUnreachableError,
     InfrastructureError,
+    LLMRefusedConversation,
 )
 from green_agent.core.limits import (
+    CUSTOMER_CALLS_CAUSE,
     TRUNCATION_MARKER,
+    AgentLimits,
+    ValueTooLarge,
+    clean_json,
+    compact_json,
     cut_text,
     llm_failure_outcome,
     message_bytes,
     storable,
+    utf8_size,
 )
 from green_agent.core.models import ToolCallRecord, TranscriptMessage, TrialResult, TurnTaken, utcnow
 from green_agent.core.trial import TrialSpec, TrialState
@@ -151,7 +165,7 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
 
 
 async def _converse(spec: TrialSpec, deps: TrialDeps, state: TrialState) -> TerminationReason:
-    env = deps.data.new_environment(normalize_ids=deps.normalize_ids)
+    env = deps.data.new_environment(spec.task.id, normalize_ids=deps.normalize_ids)
     try:
         # The conversation (and the agent card) comes first: a dead agent costs no user-LLM call.
         async with deps.open_conversation() as conversation:
@@ -178,7 +192,7 @@ class _Loop:
         conversation.metadata[TRIAL_SEED_KEY] = spec.seed  # upstream gives the agent's LLM the trial seed too
         if deps.disclose_task_id:
             conversation.metadata[TASK_ID_KEY] = spec.task.id
-        self.user = deps.user.session(spec.task, spec.seed)
+        self.user = deps.user.session(spec.task, spec.seed, customer_tools(deps.data, spec.task))
         self.agent_usage = state.agent_usage = AgentUsageMeter(*deps.agent_usage_bounds)
 
     async def record(self, role: Any, content: str | None, *, by_agent: bool = True, **extra: Any) -> None:
@@ -230,12 +244,48 @@ class _Loop:
         return pending
 
     async def user_says(self, agent_text: str) -> tuple[str, TerminationReason | None]:
-        try:
-            text = await self.user.reply(agent_text)
-        finally:
-            self.state.user_tokens = self.user.usage
+        """The customer's answer to the agent's text. In dual control it may first act on its own device:
+        each turn of tool calls runs there (one step for the calls, one for their results, as upstream's
+        routing), the results go back to the customer alone, and it speaks again; only its text reaches the
+        agent."""
+        turn = await self._customer(self.user.reply(agent_text))
+        while turn.calls:
+            calls = admit_customer_calls(turn.calls, self.deps.limits)
+            await self.record("user", turn.text, by_agent=False, tool_calls=calls)
+            self.state.steps += 1  # customer -> environment; no limit check while results are owed
+            results = await self.execute_customer(calls)
+            if done := self.after_step(None):
+                return "", done
+            turn = await self._customer(self.user.tool_results(results))
+        text = turn.text or ""
         await self.record("user", text, by_agent=False)
         return text, self.after_step(TerminationReason.USER_STOP if is_user_stop(text) else None)
+
+    async def _customer(self, answer: Awaitable[UserTurn]) -> UserTurn:
+        try:
+            return await answer
+        finally:
+            self.state.user_tokens = self.user.usage
+
+    async def execute_customer(self, calls: list[ToolCallRecord]) -> list[CustomerToolResult]:
+        """The customer's calls, on its side of the environment; an error counts toward max_errors whoever
+        made the call (upstream)."""
+        results = []
+        for i, call in enumerate(calls):
+            if i:
+                await asyncio.sleep(0)
+            result = self.env.call(call.name, call.arguments, requestor="user")
+            self.state.num_errors += int(result.error)
+            results.append(CustomerToolResult(call.id, call.name, result.content, result.error))
+            await self.record(
+                "tool",
+                result.content,
+                by_agent=False,
+                tool_call_id=call.id,
+                error=result.error,
+                requestor="user",
+            )
+        return results
 
     async def run(self) -> TerminationReason:
         await self.record("assistant", GREETING, by_agent=False)  # fixed, not a step
@@ -294,3 +344,40 @@ class _Loop:
             outcomes.append(ToolOutcome(call.id, call.name, result.content, result.error))
             await self.record("tool", result.content, tool_call_id=call.id, error=result.error)
         return outcomes
+
+
+def customer_tools(data: DomainData, task: Task) -> list[Mapping[str, Any]]:
+    """The customer's tool schemas in this task: the domain's, or those the task names (upstream: a task
+    naming none leaves the customer without tools)."""
+    if task.user_tools is None:
+        return list(data.user_tool_schemas)
+    named = set(task.user_tools)
+    return [schema for schema in data.user_tool_schemas if schema["function"]["name"] in named]
+
+
+def admit_customer_calls(calls: Sequence[CustomerCall], limits: AgentLimits) -> list[ToolCallRecord]:
+    """The customer's calls, held to the bounds of a white agent's (count, name, argument bytes, keys and
+    depth) and made storable. Our customer model breaking one is an unusable reply of our LLM: charged like
+    one (`LLMRefusedConversation`: the agent's once its text is in the conversation, limits.py)."""
+
+    def refused(why: str) -> LLMRefusedConversation:
+        return LLMRefusedConversation(f"the customer's reply {why}", CUSTOMER_CALLS_CAUSE)
+
+    if len(calls) > limits.max_tool_calls:
+        raise refused(f"held {len(calls)} tool calls, over max_tool_calls={limits.max_tool_calls}")
+    admitted = []
+    for index, call in enumerate(calls):
+        if len(call.name) > limits.max_name_chars:
+            raise refused(f"named a tool of {len(call.name)} characters, over max_name_chars")
+        try:
+            arguments = clean_json(
+                call.arguments, max_depth=limits.max_json_depth, max_keys=limits.max_argument_keys
+            )
+        except ValueTooLarge as exc:
+            raise refused(f"held tool arguments {exc}") from None
+        size = utf8_size(compact_json(arguments))
+        if size > limits.max_argument_bytes:
+            raise refused(f"held {size} bytes of tool arguments, over max_argument_bytes")
+        call_id = call.id if len(call.id) <= limits.max_id_chars else f"customer_call_{index}"
+        admitted.append(ToolCallRecord(id=storable(call_id), name=storable(call.name), arguments=arguments))
+    return admitted

@@ -115,7 +115,8 @@ class LLMRefusedConversation(LLMError):
     refused the request, or every reply was cut by its content filter, a refusal, or empty. Agent text can
     provoke each of these, so once the agent has spoken the trial charges it (`limits.llm_failure_outcome`).
 
-    `cause` is one of "content_policy", "content_filter", "refusal", "empty_reply"."""
+    `cause` is one of "content_policy", "content_filter", "refusal", "empty_reply", or
+    "customer_tool_calls" (the customer model's tool calls broke a bound: conversation/orchestrator.py)."""
 
     def __init__(self, message: str, cause: str) -> None:
         super().__init__(message)

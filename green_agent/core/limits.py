@@ -276,7 +276,11 @@ LLM_FAILURE_CODE = "provoked_llm_failure"
 """Leads the error of a trial charged for a failure of our LLM that its text provoked, followed by `:` and
 the cause (`provoked_llm_failure:content_policy`), so reports, the UI and exports can name it."""
 
+CUSTOMER_CALLS_CAUSE = "customer_tool_calls"
+"""The cause of an `LLMRefusedConversation` raised for a customer reply whose tool calls break a bound."""
+
 _CAUSES = {
+    CUSTOMER_CALLS_CAUSE: "the customer's tool calls broke a bound of the agent's",
     "content_policy": "the provider's content policy refused it",
     "content_filter": "the provider's content filter cut every reply",
     "refusal": "the model refused to answer on every attempt",

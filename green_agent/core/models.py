@@ -51,6 +51,11 @@ class TranscriptMessage(BaseModel):
     tool_call_id: str | None = None
     error: bool = False
     timestamp: datetime = Field(default_factory=utcnow)
+    requestor: Literal["assistant", "user"] | None = Field(
+        default=None,
+        description='On a tool result: who made the call; "user" for the customer\'s own tools (dual '
+        "control), none for the agent's.",
+    )
 
 
 NLStatus = Literal["not_required", "judged", "not_judged", "skipped", "judge_failed"]

@@ -1,5 +1,9 @@
 """The oracle white agent: replays the task's gold actions, one per turn, then says a short closing text.
 
+In dual control (telecom, mock) some gold actions are the customer's own: where a run of them is due, the
+oracle hands over with `HANDOVER_TEXT` instead of calling (it has no such tools), and the scripted customer,
+which follows the same gold list, performs that run before it answers.
+
 It learns the task from the scripted customer's opening line, which names it, or, in the demo with a
 model-played customer, from the message metadata the demo's engine adds (`TASK_ID_KEY`, never sent otherwise).
 Told nothing, it apologizes and calls nothing. Told by metadata, it ends the conversation itself once the
@@ -17,14 +21,15 @@ from dataclasses import dataclass
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 
+from domain_kit import DomainData, GoldAction
 from green_agent.conversation.orchestrator import AGENT_STOP_TOKEN, TASK_ID_KEY
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
-from retail_domain import GoldAction, RetailData
 
 _TASK_NAMED = re.compile(r"scripted customer for task ([^\s.]+)")
 _MAX_SESSIONS = 50_000
 DONE_TEXT = "All done: everything you asked for has been taken care of. Is there anything else?"
 UNKNOWN_TEXT = "Sorry, I can only serve the scripted customer, who tells me the task number."
+HANDOVER_TEXT = "Please do the next steps on your side, then tell me when you are done."
 
 
 @dataclass
@@ -36,7 +41,7 @@ class _Session:
 
 
 class OracleExecutor(AgentExecutor):
-    def __init__(self, data: RetailData, delay_s: float = 0.0) -> None:
+    def __init__(self, data: DomainData, delay_s: float = 0.0) -> None:
         self._data = data
         self._delay_s = delay_s
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
@@ -70,7 +75,15 @@ class OracleExecutor(AgentExecutor):
         elif session.next_action < len(session.actions):
             action = session.actions[session.next_action]
             session.next_action += 1
-            parts = call_parts(session.structured, action.name, copy.deepcopy(action.arguments))
+            if action.requestor == "user":  # the customer's run: skip it, and hand over
+                while (
+                    session.next_action < len(session.actions)
+                    and session.actions[session.next_action].requestor == "user"
+                ):
+                    session.next_action += 1
+                parts = text_parts(session.structured, HANDOVER_TEXT)
+            else:
+                parts = call_parts(session.structured, action.name, copy.deepcopy(action.arguments))
         else:
             closing = f"{DONE_TEXT} {AGENT_STOP_TOKEN}" if session.stops else DONE_TEXT
             parts = text_parts(session.structured, closing)

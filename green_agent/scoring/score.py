@@ -53,6 +53,7 @@ from green_agent.core.models import (
     NLStatus,
     NLVerdict,
     Signal,
+    TranscriptMessage,
     TrialResult,
     utcnow,
 )
@@ -128,12 +129,7 @@ async def score(
         else score_trial(task, reason, db_matched, verdict_flags).reward
     )
 
-    calls = [
-        ToolCall(call.name, call.arguments)
-        for message in state.transcript
-        if message.role == "assistant"
-        for call in message.tool_calls or ()
-    ]
+    calls = trial_calls(state.transcript)
     actions = check_actions(task.gold_actions, calls, data.write_tools)
     said = customer_visible_texts(state.transcript)
     communicate = check_communicate(task.communicate_info, said)
@@ -176,6 +172,17 @@ async def score(
     else:
         result.failures = []
     return result
+
+
+def trial_calls(transcript: Sequence[TranscriptMessage]) -> list[ToolCall]:
+    """Every tool call of the trial, the agent's and (dual control) the customer's, in order, each with who
+    made it: what upstream's ACTION check and environment replay read."""
+    return [
+        ToolCall(call.name, call.arguments, "user" if message.role == "user" else "assistant")
+        for message in transcript
+        if message.role != "tool"
+        for call in message.tool_calls or ()
+    ]
 
 
 def failures_of(result: TrialResult, task: Task, deps: ScoringDeps) -> list[Failure] | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from domain_kit import DomainData
 from green_agent import AssessmentConfig, AssessmentReport, Engine, EngineSettings, TrialResult
 from retail_domain import RetailData, load_retail_data
 
@@ -38,13 +39,13 @@ class Collector:
 
 
 @contextlib.asynccontextmanager
-async def engine_for(data: RetailData, **settings: Any) -> AsyncIterator[Engine]:
+async def engine_for(data: DomainData, **settings: Any) -> AsyncIterator[Engine]:
     async with Engine(EngineSettings(**settings), data) as engine:
         yield engine
 
 
 async def run(
-    data: RetailData, config: AssessmentConfig, **settings: Any
+    data: DomainData, config: AssessmentConfig, **settings: Any
 ) -> tuple[AssessmentReport, Collector]:
     collector = Collector()
     async with engine_for(data, **settings) as engine:
