@@ -85,7 +85,7 @@ def main() -> None:
     def worst_case_hash() -> None:
         # A change to the first entity in sorted order: the whole DB tail streams through sha256.
         fresh = data.new_environment()
-        fresh.call("modify_pending_order_address", {"order_id": min(data.base.orders), **_ADDRESS})
+        fresh.call("modify_pending_order_address", {"order_id": min(data.base.tables["orders"]), **_ADDRESS})
         fresh.db_hash()
 
     rows.append(

@@ -25,22 +25,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .hashing import SORTED_ENCODER
+
 Entity = dict[str, Any]
 Tables = Mapping[str, Mapping[str, Entity]]
-
-# Upstream hashes json.dumps(model_dump(), sort_keys=True, default=str);
-# a shared encoder with the same options avoids building one per call.
-_SORTED_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
-
-
-def upstream_hash(value: Any) -> str:
-    """Upstream's DB hash of a whole dump: sha256 of its sorted-key JSON (the slow way; tests, fallbacks)."""
-    return hashlib.sha256(_SORTED_ENCODER.encode(value).encode()).hexdigest()
 
 
 def entity_fragment(entity: Any) -> bytes:
     """One entity as it appears inside upstream's hashed serialization."""
-    return _SORTED_ENCODER.encode(entity).encode()
+    return SORTED_ENCODER.encode(entity).encode()
 
 
 def _key_bytes(key: str) -> bytes:

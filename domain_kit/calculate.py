@@ -73,3 +73,11 @@ def evaluate(expression: str) -> Any:
         code = compile(guarded, "<string>", "eval")
     scope = {"__builtins__": None, "_pow": _guarded_pow, "_mul": _guarded_mul}
     return eval(code, scope, {})
+
+
+def calculate(expression: Any) -> str:
+    """Upstream's ``calculate`` tool (retail and airline have the same one): only the characters
+    ``0123456789+-*/(). `` are allowed, and the result is the float rounded to 2 decimals, as a string."""
+    if not all(char in "0123456789+-*/(). " for char in expression):
+        raise ValueError("Invalid characters in expression")
+    return str(round(float(evaluate(expression)), 2))
