@@ -8,30 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
+
+from domain_kit.calls import Requestor, ToolCall, ToolResult
+from domain_kit.store import BaseDb, DbFingerprint, OverlayDb
 
 from .models import upstream_message
 from .schemas import TOOL_NAMES, WRITE_TOOLS
-from .store import BaseDb, DbFingerprint, OverlayDb
 from .tools import AirlineTools
 
-
-@dataclass(frozen=True)
-class ToolResult:
-    """What the caller sees: upstream's ToolMessage ``content`` and ``error`` flag."""
-
-    content: str
-    error: bool
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A tool invocation by name with JSON-decoded arguments."""
-
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-    requestor: Literal["assistant", "user"] = "assistant"
+__all__ = ["AirlineEnvironment", "ToolCall", "ToolResult", "normalize_arguments"]
 
 
 _ENCODER = json.JSONEncoder(default=str)
@@ -93,7 +79,7 @@ class AirlineEnvironment:
         self,
         name: str,
         arguments: Mapping[str, Any] | None = None,
-        requestor: Literal["assistant", "user"] = "assistant",
+        requestor: Requestor = "assistant",
     ) -> ToolResult:
         """Run one tool call; never raises. The customer has no airline tools: any name is unknown to it."""
         try:
@@ -114,12 +100,12 @@ class AirlineEnvironment:
     def call_tool(self, call: ToolCall) -> ToolResult:
         return self.call(call.name, call.arguments, call.requestor)
 
-    def db_hash(self, known: DbFingerprint | None = None) -> str:
+    def db_hash(self, known: object | None = None) -> str:
         """Upstream's hash of the whole DB (sha256 of the sorted-key JSON of its model_dump()). Given the
         fingerprint of a DB hashed before (the task's gold end state), a DB equal to that one takes its hash
         instead of hashing 3.4 MB again."""
         if self._hash is None:
-            self._hash = self._db.db_hash(known)
+            self._hash = self._db.db_hash(known if isinstance(known, DbFingerprint) else None)
         return self._hash
 
     def user_db_hash(self) -> str | None:
@@ -127,8 +113,8 @@ class AirlineEnvironment:
         return None
 
     def assertion(self, func_name: str, arguments: Mapping[str, Any], env_type: str) -> bool:
-        """Airline tasks have no environment assertions, and the domain no assertion functions."""
-        raise ValueError(f"the airline domain has no assertion function {func_name!r} ({env_type})")
+        """Airline has no env assertion functions (no airline task names one)."""
+        raise ValueError(f"Function '{func_name}' not found.")
 
     def db_fingerprint(self) -> DbFingerprint:
         return self._db.fingerprint()

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from .store import Entity
+from domain_kit.store import Entity
 
 TABLES: tuple[str, ...] = ("flights", "reservations", "users")
 
@@ -128,11 +128,16 @@ def _reservation(raw: Mapping[str, Any]) -> Entity:
     return reservation
 
 
+def _date_state(raw: dict[str, Any]) -> Entity:
+    fields = DATE_STATUS_FIELDS[raw["status"]]
+    if tuple(raw) == fields:  # db.json's 9,000 instances already are in declared order: keep them
+        return raw
+    return _ordered(raw, fields)
+
+
 def _flight(raw: Mapping[str, Any]) -> Entity:
     flight = _ordered(raw, FLIGHT_FIELDS)
-    flight["dates"] = {
-        date: _ordered(state, DATE_STATUS_FIELDS[state["status"]]) for date, state in raw["dates"].items()
-    }
+    flight["dates"] = {date: _date_state(state) for date, state in raw["dates"].items()}
     return flight
 
 

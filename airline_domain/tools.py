@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .calculate import evaluate
+from domain_kit.calculate import calculate
+from domain_kit.store import Entity, OverlayDb, copy_entity
+
 from .models import Certificate, FlightInfo, Passenger, Payment, Reservation
-from .store import Entity, OverlayDb, copy_entity
 
 NEW_RESERVATION_IDS: tuple[str, ...] = ("HATHAT", "HATHAU", "HATHAV")
 NEW_CERTIFICATE_IDS: tuple[str, ...] = ("certificate_3221322", "certificate_3221323", "certificate_3221324")
@@ -237,9 +238,7 @@ class AirlineTools:
         return reservation
 
     def calculate(self, expression: str) -> str:
-        if not all(char in "0123456789+-*/(). " for char in expression):
-            raise ValueError("Invalid characters in expression")
-        return str(round(float(evaluate(expression)), 2))
+        return calculate(expression)
 
     def cancel_reservation(self, reservation_id: str) -> Entity:
         self._get_reservation(reservation_id)
