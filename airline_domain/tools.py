@@ -230,8 +230,11 @@ class AirlineTools:
             elif method["source"] == "certificate":
                 owner["payment_methods"].pop(payment.payment_id)
         for segment in segments:
-            instance = self.db.for_write("flights", segment["flight_number"])["dates"][segment["date"]]
-            instance["available_seats"][cabin] -= len(passengers)
+            # Only the path to the seat counts is copied: a flight holds 30 dates.
+            seats = self.db.for_write(
+                "flights", segment["flight_number"], "dates", segment["date"], "available_seats"
+            )
+            seats[cabin] -= len(passengers)
         reservation["flights"] = segments
         self.db.add("reservations", reservation_id, reservation)
         owner["reservations"].append(reservation_id)

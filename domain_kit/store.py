@@ -188,6 +188,35 @@ def _join_head_insertions(
     return joined
 
 
+def _walk(node: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        node = node[step]
+    return node
+
+
+def _copy_along(node: Any, base_node: Any, path: tuple[Any, ...]) -> Any:
+    """Follow `path` from a trial's copy and the base entity side by side, copying every container still
+    shared with the base (shallowly on the way, deeply at the end), and return the object at the end."""
+    for index, step in enumerate(path):
+        child = node[step]
+        try:
+            base_child = base_node[step] if base_node is not None else None
+        except (KeyError, IndexError, TypeError):
+            base_child = None
+        if child is base_child:
+            if index == len(path) - 1:
+                child = copy_entity(child)
+            elif isinstance(child, dict):
+                child = dict(child)
+            elif isinstance(child, list):
+                child = list(child)
+            else:
+                raise TypeError(f"a write path goes through dicts and lists, not {type(child).__name__}")
+            node[step] = child
+        node, base_node = child, base_child
+    return node
+
+
 class BaseDb:
     """The parsed DB shared read-only by every environment of a process. Never mutate its entities."""
 
@@ -208,12 +237,13 @@ class OverlayDb:
     mutating, which is when the copy happens; ``add`` stores a new entity.
     """
 
-    __slots__ = ("_added", "_base", "_copies")
+    __slots__ = ("_added", "_base", "_copies", "_partial")
 
     def __init__(self, base: BaseDb) -> None:
         self._base = base
         self._copies: dict[str, dict[str, Entity]] = {}
         self._added: dict[str, dict[str, Entity]] = {}
+        self._partial: set[EntityKey] | None = None  # copies made along a path only (see `for_write`)
 
     @property
     def base(self) -> BaseDb:
@@ -239,17 +269,39 @@ class OverlayDb:
             return base[key]
         return self._added[table][key]
 
-    def for_write(self, table: str, key: str) -> Entity:
-        """The entity, owned by this trial (copied from the base on first use)."""
+    def for_write(self, table: str, key: str, *path: Any) -> Any:
+        """The entity, owned by this trial (copied from the base on first use).
+
+        Given a `path` of keys and indexes inside the entity, the object there, owned by this trial, while
+        only the containers along the path are copied: the rest of the entity stays shared with the base and
+        must not be written through any other reference. A seat count in one of a flight's 30 dates then
+        costs two small dicts and the path, not the flight. Take the reference right before writing: a later
+        whole-entity `for_write` replaces a path copy with a deep one."""
         added = self._added.get(table)
         if added is not None and key in added:
-            return added[key]
+            return _walk(added[key], path)
         copies = self._copies.setdefault(table, {})
         found = copies.get(key)
+        entity_key = (table, key)
+        partial = self._partial is not None and entity_key in self._partial
         if found is None:
-            found = copy_entity(self._base.tables[table][key])
-            copies[key] = found
-        return found
+            base_entity = self._base.tables[table][key]
+            if not path:
+                found = copies[key] = copy_entity(base_entity)
+                return found
+            found = copies[key] = dict(base_entity)
+            if self._partial is None:
+                self._partial = set()
+            self._partial.add(entity_key)
+            partial = True
+        if not partial:
+            return _walk(found, path)
+        if not path:  # the whole entity is wanted now: finish the copy
+            found = copies[key] = copy_entity(found)
+            assert self._partial is not None
+            self._partial.discard(entity_key)
+            return found
+        return _copy_along(found, self._base.tables[table][key], path)
 
     def add(self, table: str, key: str, entity: Entity) -> None:
         """Store a new entity (the caller hands it over: it must not be shared with anything else)."""

@@ -128,3 +128,36 @@ def test_any_edits_hash_like_the_full_serialization(
         if not db.has(table, key):
             db.add(table, key, {"v": value})
     assert db.db_hash() == upstream_hash(db.dump())
+
+
+def test_a_path_write_copies_only_the_path(base: BaseDb) -> None:
+    db = OverlayDb(base)
+    seats = db.for_write("flights", "HAT001", "seats")
+    seats["economy"] -= 1
+    copy, original = db.get("flights", "HAT001"), base.tables["flights"]["HAT001"]
+    assert copy is not original and copy["seats"] is not original["seats"]
+    assert copy["dates"] is original["dates"]  # shared, untouched
+    assert original["seats"] == {"economy": 3} and copy["seats"] == {"economy": 2}
+    assert db.db_hash() == upstream_hash(db.dump()) != base.initial_hash
+    # A second path write reuses the copy; a list on the way is copied too.
+    db.for_write("flights", "HAT001", "seats")["economy"] -= 1
+    db.for_write("flights", "HAT001", "dates").append("y")
+    assert original == {"seats": {"economy": 3}, "dates": ["x"]}
+    assert db.get("flights", "HAT001") == {"seats": {"economy": 1}, "dates": ["x", "y"]}
+    # A whole-entity write finishes the copy: nothing is shared with the base any more.
+    whole = db.for_write("flights", "HAT001")
+    assert whole["dates"] is not original["dates"] and whole == {"seats": {"economy": 1}, "dates": ["x", "y"]}
+    whole["seats"]["business"] = 1
+    assert original == {"seats": {"economy": 3}, "dates": ["x"]}
+    assert db.db_hash() == upstream_hash(db.dump())
+
+
+def test_a_path_into_an_owned_entity_copies_nothing_more(base: BaseDb) -> None:
+    db = OverlayDb(base)
+    whole = db.for_write("users", "b")
+    assert db.for_write("users", "b", "name") == "B" and db.get("users", "b") is whole
+    db.add("empty", "k", {"v": {"w": 1}})
+    db.for_write("empty", "k", "v")["w"] = 2
+    assert db.get("empty", "k") == {"v": {"w": 2}}
+    with pytest.raises(TypeError, match="a write path goes through dicts and lists, not str"):
+        db.for_write("users", "d", "name", 0)
