@@ -122,7 +122,7 @@ async def score(
         if message.role == "assistant"
         for call in message.tool_calls or ()
     ]
-    actions = check_actions(task.gold_actions, calls)
+    actions = check_actions(task.gold_actions, calls, data.write_tools)
     said = customer_visible_texts(state.transcript)
     communicate = check_communicate(task.communicate_info, said)
     verdicts = judgement.verdicts

@@ -16,6 +16,8 @@ from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import Part
 
+from domain_kit.checks import action_matches
+from domain_kit.tasks import GoldAction
 from green_agent import AssessmentConfig, TaskSelection, TrialResult
 from green_agent.limits import (
     TRUNCATION_MARKER,
@@ -34,8 +36,6 @@ from green_agent.white_agent.intake import admit_reply
 from green_agent.white_agent.reply_parsing import parse_text_reply
 from green_agent.white_agent.structured_dialect import StructuredDialect
 from retail_domain import RetailData
-from retail_domain.checks import action_matches
-from retail_domain.tasks import GoldAction
 from tests.engine.conftest import run
 from tests.support.agents import FunctionExecutor, serve_executor
 
