@@ -109,20 +109,20 @@ def validate_apn_settings(raw: Mapping[str, Any]) -> APNSettings:
         if name in raw:
             try:
                 values[name] = convert(raw[name])
-            except _Invalid as invalid:
-                problems.append((name, raw[name], invalid))
+            except _Invalid as failure:
+                problems.append((name, raw[name], failure))
     for key, value in raw.items():
         if key not in _FIELDS:
             problems.append((str(key), value, _Invalid("extra_forbidden", "Extra inputs are not permitted")))
     if problems:
         count = f"{len(problems)} validation error{'s' if len(problems) > 1 else ''} for APNSettings"
         lines = [count]
-        for name, value, invalid in problems:
+        for name, value, problem in problems:
             lines.append(name)
             lines.append(
-                f"  {invalid.message} [type={invalid.kind}, input_value={_shown(value)}, "
+                f"  {problem.message} [type={problem.kind}, input_value={_shown(value)}, "
                 f"input_type={type(value).__name__}]"
             )
-            lines.append(f"    For further information visit {_DOCS}{invalid.kind}")
+            lines.append(f"    For further information visit {_DOCS}{problem.kind}")
         raise ValueError("\n".join(lines))
     return APNSettings(**values)
