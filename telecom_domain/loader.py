@@ -69,7 +69,7 @@ class TelecomData:
             shown = str(task_id) if len(str(task_id)) <= 120 else str(task_id)[:120] + "..."
             raise KeyError(
                 f"unknown telecom task id {shown!r} (ids look like "
-                "'[mms_issue]bad_wifi_calling[PERSONA:None]')"
+                "'[mobile_data_issue]airplane_mode_on|data_mode_off[PERSONA:None]')"
             ) from None
 
     def task_document(self, task_id: str) -> dict[str, Any]:
