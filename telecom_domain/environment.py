@@ -18,7 +18,7 @@ from typing import Any
 
 from domain_kit import Requestor, ToolResult
 
-from .model import db_hash, dump
+from .model import db_hash, dump, validated_float
 from .phone import PaymentRequest, TelecomUserDB
 from .phone_tools import TelecomUserTools
 from .provider_tools import TelecomTools
@@ -174,14 +174,9 @@ class TelecomEnvironment:
             awaiting = tools._get_bills_awaiting_payment(tools.get_customer_by_phone(phone_number))
             if awaiting:
                 surroundings.payment_request = PaymentRequest(
-                    awaiting[0].bill_id, _as_float(awaiting[0].total_due)
+                    awaiting[0].bill_id, validated_float(awaiting[0].total_due)
                 )
 
     def copy(self) -> TelecomEnvironment:
         """An independent deep copy (databases, and the VPN default a setup step may have degraded)."""
         return copy.deepcopy(self)
-
-
-def _as_float(value: Any) -> Any:
-    # Upstream builds the request through validation: an integer total becomes a float there.
-    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value

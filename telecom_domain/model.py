@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
-import json
 import types
 import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
+
+from domain_kit import upstream_hash
 
 R = TypeVar("R")
 
@@ -33,10 +34,13 @@ def dump(record: Any) -> Any:
 
 def db_hash(record: Any) -> str:
     """Upstream's DB hash: sha256 of ``json.dumps(model_dump(), sort_keys=True, default=str)``."""
-    import hashlib
+    return upstream_hash(dump(record))
 
-    text = json.dumps(dump(record), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+
+def validated_float(value: Any) -> Any:
+    """What upstream's validation makes of a number bound for a float field of a new record: an integer
+    becomes a float (an assigned value is never validated, so this is only for records being built)."""
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 def build(cls: type[R], data: Any, where: str) -> R:

@@ -12,6 +12,7 @@ import datetime
 import random
 from typing import Any
 
+from .model import validated_float
 from .records import Bill, BillStatus, Customer, Device, Line, LineItem, LineStatus, Plan, TelecomDB
 
 # Upstream's fixed clock (tau2's telecom "today"); no tool reads the wall clock.
@@ -216,7 +217,7 @@ class TelecomTools:
         draft.line_items.append(
             LineItem(
                 description=description,
-                amount=_as_float(amount),
+                amount=validated_float(amount),
                 date=TODAY,
                 item_type="Credit" if amount < 0 else "Charge",
             )
@@ -267,7 +268,7 @@ class TelecomTools:
         bill.line_items.append(
             LineItem(
                 description=f"Charge for line {line.line_id}",
-                amount=_as_float(amount),
+                amount=validated_float(amount),
                 date=TODAY,
                 item_type="Charge" if amount > 0 else "Credit",
             )
@@ -305,12 +306,6 @@ class TelecomTools:
         except ValueError:
             return True
         return bill.status == BillStatus.PAID
-
-
-def _as_float(amount: Any) -> Any:
-    # Upstream builds line items through validation: an integer amount becomes a float there (but not on the
-    # bill's running total, which is assigned).
-    return float(amount) if isinstance(amount, int) and not isinstance(amount, bool) else amount
 
 
 def _first_day_of_next_month(day: datetime.date) -> datetime.date:
