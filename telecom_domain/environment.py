@@ -8,7 +8,6 @@ sees only its own tools: the other side's are unknown to it.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import json
 import random
@@ -176,7 +175,3 @@ class TelecomEnvironment:
                 surroundings.payment_request = PaymentRequest(
                     awaiting[0].bill_id, validated_float(awaiting[0].total_due)
                 )
-
-    def copy(self) -> TelecomEnvironment:
-        """An independent deep copy (databases, and the VPN default a setup step may have degraded)."""
-        return copy.deepcopy(self)
