@@ -27,6 +27,7 @@ COPY requirements.lock ./
 RUN pip install --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY retail_domain ./retail_domain
+COPY telecom_domain ./telecom_domain
 COPY green_agent ./green_agent
 COPY api ./api
 COPY migrations ./migrations
