@@ -130,7 +130,7 @@ def test_a2a_an_agentbeats_config_without_max_steps_leaves_it_to_the_model() -> 
 
     def parsed(config: dict[str, Any]) -> AssessmentConfig:
         request = {"participants": {"agent": "http://127.0.0.1:9/"}, "config": config}
-        return parse_request(json.dumps(request), split_ids=splits, user_models=["small"])[0]
+        return parse_request(json.dumps(request), task_ids=splits["base"], split_ids=splits).config
 
     assert "max_steps" not in parsed({"domain": "retail", "num_tasks": 1}).model_fields_set
     chosen = parsed({"domain": "retail", "num_tasks": 1, "max_steps": 7})
