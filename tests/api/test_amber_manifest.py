@@ -1,6 +1,6 @@
-"""The Amber manifest (amber-manifest.json5) that puts the image in an AgentBeats v2 scenario: it parses as JSON5,
-has what the v2 template requires, and agrees with the Dockerfile on the command, the port and the health
-check; its defaults are a request this service accepts."""
+"""The Amber manifest (amber-manifest.json5) that puts the image in an AgentBeats v2 scenario: it parses as
+JSON5, has what the v2 template requires, and agrees with the Dockerfile on the command, the port and the
+health check; its defaults are a request this service accepts."""
 
 from __future__ import annotations
 

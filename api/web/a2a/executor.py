@@ -351,7 +351,7 @@ class AssessmentExecutor(AgentExecutor):
         if task is None or task.status.state in _FINAL_STATES:
             return  # already written, by the process whose execute() followed it
         status = TaskStatus()
-        if record.status == COMPLETED and record.report is not None:
+        if record.status == COMPLETED and record.report is not None and record.report.complete:
             task.artifacts.append(
                 Artifact(
                     artifact_id=f"result-{record.id}",

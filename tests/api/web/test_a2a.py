@@ -61,7 +61,8 @@ def request(text: str, *, return_immediately: bool = False) -> SendMessageReques
 
 
 def agentbeats(agent_url: str, **config: Any) -> str:
-    """The request; the scripted customer unless `user_llm` says otherwise (a request gets it only by name)."""
+    """The request; the scripted customer unless `user_llm` says otherwise (only a request naming it gets
+    it)."""
     config = {"domain": "retail", "user_llm": "scripted", **config}
     return json.dumps({"participants": {"agent": agent_url}, "config": config})
 
@@ -118,7 +119,7 @@ async def test_agentbeats_request_streams_and_completes_with_result(
         assert data["max_score"] == len(data["task_rewards"]) == 3
         assert data["score"] == 3 and data["pass_rate"] == 100.0 == data["tau2_pass_rate"]
         assert data["evaluation"] == "tau2" and data["action_pass_rate"] == 100.0
-        assert list(data["task_rewards"]) == ["0", "1", "2"]  # the task file's order
+        assert set(data["task_rewards"]) == {"0", "1", "2"}
         assert data["trials_total"] == 6
         assert data["time_used"] > 0 and data["num_trials"] == 2 and set(data["pass_hat_k"]) == {"1", "2"}
         assert "DB_STATE_MATCH" in data["signal_rates"]

@@ -20,7 +20,10 @@ def parse(payload: object, **options: Any) -> ParsedRequest:
 
 
 def request(**config: Any) -> dict[str, Any]:
-    return {"participants": {"agent": "http://127.0.0.1:8080/agent/"}, "config": {"domain": "retail", **config}}
+    return {
+        "participants": {"agent": "http://127.0.0.1:8080/agent/"},
+        "config": {"domain": "retail", **config},
+    }
 
 
 def test_the_official_greens_keys_and_ours() -> None:
