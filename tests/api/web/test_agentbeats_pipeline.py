@@ -35,7 +35,7 @@ from green_agent.reference_agents.server import agent_card, build_agent_app
 from retail_domain import WRITE_TOOLS, RetailData, load_retail_data
 from tests.api.servers import GREEN_AGENT_BIN, free_port, serve_green
 from tests.api.web.test_a2a import agentbeats, collect, request
-from tests.support.fake_llm import customer_or_judge, serve_fake_llm
+from tests.support.fake_llm import FakeReply, customer_or_judge, serve_fake_llm
 from tests.support.gateway_venv import run_gateway
 
 LEADERBOARD_QUERY = (
@@ -242,3 +242,76 @@ async def test_evaluation_action_scores_as_the_official_green(
     assert data["evaluation"] == evaluation and data["task_rewards"] == chosen
     assert data["score"] == sum(chosen.values()) and data["max_score"] == 3
     assert data["pass_rate"] == pytest.approx(100 * data["score"] / 3)
+
+
+def customer_failing_first(count: int, data: RetailData) -> Any:
+    """The fake customer (and judge), whose first `count` customer requests fail: our LLM's failure, which
+    excludes the trial (an infrastructure error) until it is run again."""
+    served = customer_or_judge(data)
+    failures = 0
+
+    def reply(body: dict[str, Any]) -> FakeReply:
+        nonlocal failures
+        if "response_format" not in body and failures < count:
+            failures += 1
+            return FakeReply(status=400, error={"message": "refused for the test", "type": "invalid_request"})
+        return served(body)
+
+    return reply
+
+
+@pytest.mark.parametrize(("failing", "outcome"), [(2, "completed"), (10_000, "failed")])
+async def test_missing_trials_are_retried_in_place_and_a_partial_result_is_never_final(
+    database_url: str, retail_data: RetailData, oracle_url: str, failing: int, outcome: str
+) -> None:
+    async with serve_fake_llm(customer_failing_first(failing, retail_data)) as provider:
+        settings = {
+            "openai_api_key": "sk-runner",
+            "openai_base_url": provider.base_url,
+            "default_judge_model": "",
+            "trial_retries": 0,
+            "llm_max_retries": 0,
+            "a2a_retries": 1,
+        }
+        async with (
+            serve_green(database_url, **settings) as green_url,
+            httpx.AsyncClient(timeout=120) as http,
+        ):
+            client = await create_client(green_url, ClientConfig(httpx_client=http, streaming=True))
+            text = agentbeats(
+                oracle_url,
+                task_ids=[0, 1],
+                max_concurrent=1,
+                user_llm="openai/fake-customer",
+                user_llm_args={"temperature": 0.7, "max_tokens": 222},
+            )
+            responses, task = await collect(client, text)
+            listed = (await http.get(f"{green_url}assessments")).json()["data"][0]
+            rest = (await http.get(f"{green_url}assessments/{listed['id']}")).json()
+    texts = [
+        get_message_text(r.status_update.status.message)
+        for r in responses
+        if r.HasField("status_update") and r.status_update.status.HasField("message")
+    ]
+    # Attempt 1 lost both trials to our LLM; they are run again in place, once (the operator's a2a_retries).
+    assert any("Trials missing (2 trials excluded" in t and "(attempt 2)" in t for t in texts), texts
+    assert [a["number"] for a in rest["attempts"]] == [1, 2]
+    # user_llm_args reached the customer's requests.
+    customer = [r for r in provider.requests if "response_format" not in r]
+    assert customer and all((r["temperature"], r["max_tokens"]) == (0.7, 222) for r in customer)
+    if outcome == "completed":
+        assert task.status.state == TaskState.TASK_STATE_COMPLETED
+        (data,) = get_data_parts(list(task.artifacts[0].parts))
+        assert data["complete"] is True and data["score"] == 2 and data["max_score"] == 2
+        return
+    # Still missing after the retries: failed, no Result, one line saying what and how to continue.
+    assert task.status.state == TaskState.TASK_STATE_FAILED and not task.artifacts
+    message = get_message_text(task.status.message)
+    assessment = rest["id"]
+    assert message == (
+        f"Assessment {assessment} is incomplete, so no Result was published: 2 trials excluded after "
+        "infrastructure errors (user-simulator or judge LLM failed). Continue it in place with POST "
+        f"/assessments/{assessment}/retry (green-agent retry {assessment}), then read GET "
+        f"/assessments/{assessment}/leaderboard."
+    )
+    assert rest["status"] == "completed" and rest["report"]["complete"] is False  # kept over REST
