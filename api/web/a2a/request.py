@@ -26,10 +26,16 @@ from api.settings import default_of
 from api.web import strict_json
 from api.web.strict_json import preview
 from green_agent.config import MAX_TASK_IDS, AssessmentConfig, TaskSelection, UserLLMArgs
+from green_agent.domains import domain_names
 
-SERVED_DOMAINS = ("retail",)
-"""The domains this door runs. The one place that says so: once the engine's registry serves more
-(green_agent.domains.domain_names), this reads it and the config carries the domain."""
+
+def served_domains() -> tuple[str, ...]:
+    """The domains this door runs: the engine's registry's, once an assessment's config carries its domain
+    (docs: the domain seam); until then retail alone, so that no request for another domain runs retail."""
+    if "domain" in AssessmentConfig.model_fields:
+        return domain_names()
+    return ("retail",)
+
 
 EXPECTED = (
     'Send one text part holding JSON: {"participants": {"agent": "<white agent URL>"}, '
@@ -100,8 +106,8 @@ class AgentBeatsConfig(BaseModel):
     @classmethod
     def _served_domain(cls, value: str) -> str:
         name = value.strip().lower()
-        if name not in SERVED_DOMAINS:
-            served = ", ".join(f'"{d}"' for d in SERVED_DOMAINS)
+        if name not in served_domains():
+            served = ", ".join(f'"{d}"' for d in served_domains())
             raise ValueError(
                 f"domain must be {served} (the domains this green agent runs), got {preview(value, 60)}"
             )
@@ -284,6 +290,7 @@ def parse_request(
             judge_model=cfg.judge_llm,
             evaluation=cfg.evaluation,
             agent_headers=cfg.agent_headers or {},
+            **({"domain": cfg.domain} if "domain" in AssessmentConfig.model_fields else {}),
         )
     except ValidationError as exc:
         raise RequestError(f"Invalid request: {_describe(exc)}. {EXPECTED}") from None

@@ -40,7 +40,7 @@ def result_data(record: AssessmentRecord, report: AssessmentReport) -> dict[str,
     max_score = len(rewards)
     run = report.run_info
     return {
-        "domain": "retail",
+        "domain": record.config.get("domain", "retail"),
         "score": score,
         "max_score": max_score,
         "pass_rate": _rate(rewards),
@@ -118,7 +118,7 @@ def result_summary(record: AssessmentRecord, report: AssessmentReport) -> str:
         avg = f"{report.avg_reward:.3f}" if report.avg_reward is not None else "n/a"
     headline = "" if report.complete else f"Partial result: {report.partial_summary()}. "
     return (
-        f"{headline}tau2 retail assessment {record.id}: "
+        f"{headline}tau2 {data['domain']} assessment {record.id}: "
         f"{report.num_tasks} tasks x {report.num_trials} trials, "
         f"{report.trials_scored}/{report.trials_total} trials scored; average reward {avg}; "
         f"pass rate {data['tau2_pass_rate']:.1f}% (tau2 reward), {data['action_pass_rate']:.1f}% (action "
