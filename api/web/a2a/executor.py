@@ -38,6 +38,7 @@ from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError
 
 if TYPE_CHECKING:
     from api.runtime.runtime import Runtime
+    from api.runtime.service import AssessmentService
 
 logger = logging.getLogger(__name__)
 
@@ -285,7 +286,11 @@ class AssessmentExecutor(AgentExecutor):
 
     @staticmethod
     async def _relay_progress(
-        service: Any, assessment_id: str, subscription: Subscription, updater: TaskUpdater, heartbeat_s: float
+        service: AssessmentService,
+        assessment_id: str,
+        subscription: Subscription,
+        updater: TaskUpdater,
+        heartbeat_s: float,
     ) -> None:
         """One working status update per finished trial, and one at least every `heartbeat_s` while the
         trials run (what the stored record says is done), until the assessment ends."""
