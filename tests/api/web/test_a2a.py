@@ -133,6 +133,17 @@ async def test_agentbeats_request_streams_and_completes_with_result(
         assert "average reward 1.000 +- 0.000 (95% intervals over 3 tasks)" in parts[0].text, parts[0].text
         assert "pass^2 1.000 +- 0.000" in parts[0].text
 
+        # On the 1.x JSON-RPC wire, as on 0.3's (tests/api/web/test_agentbeats_pipeline.py), counts are
+        # integers although a DataPart's numbers are doubles: a leaderboard shows "3.0/3", not "3.0/3.0".
+        raw = await http.post(
+            green_url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task.id}},
+            headers={"A2A-Version": "1.0"},
+        )
+        (wire,) = [p["data"] for p in raw.json()["result"]["artifacts"][0]["parts"] if "data" in p]
+        assert '"max_score": 3,' in json.dumps(wire) and type(wire["trials_total"]) is int
+        assert type(wire["score"]) is float and type(wire["stats"]["n_tasks"]) is int
+
         # The same assessment through the REST door.
         rest = (await http.get(f"{green_url}assessments/{data['assessment_id']}")).json()
         assert rest["source"] == "a2a" and rest["status"] == "completed" and rest["a2a_task_id"] == task.id
