@@ -29,6 +29,8 @@ RUN pip install --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY domain_kit ./domain_kit
 COPY retail_domain ./retail_domain
+COPY airline_domain ./airline_domain
+COPY telecom_domain ./telecom_domain
 COPY mock_domain ./mock_domain
 COPY green_agent ./green_agent
 COPY api ./api

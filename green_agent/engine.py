@@ -26,18 +26,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.types import AgentCard
 
-from domain_kit import DomainData, TerminationReason
+from domain_kit import AssertionCheck, DomainData, EnvironmentCheck, TerminationReason
 from green_agent.config import (
-    SCRIPTED_USER,
     AssessmentConfig,
     ConfigError,
     EngineSettings,
@@ -65,7 +64,8 @@ from green_agent.core.models import (
 from green_agent.core.seeds import trial_seeds
 from green_agent.core.trial import TrialSpec, TrialState
 from green_agent.core.usage import TrialUsage
-from green_agent.llm.client import ChatLLM, RetryPolicy, endpoint_limits
+from green_agent.domains import load_domain
+from green_agent.llm.client import ChatLLM, RetryPolicy, endpoint_limits, open_client
 from green_agent.llm.gate import PARTY, EndpointGate, EndpointStatus, GatePolicy, GateRegistry
 from green_agent.llm.judge import Judge
 from green_agent.llm.prompts import load_prompt
@@ -79,23 +79,32 @@ from green_agent.white_agent.egress import EgressPolicy, Resolver, resolve_agent
 from green_agent.white_agent.structured_dialect import StructuredDialect
 from green_agent.white_agent.text_dialect import TextDialect
 
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI  # imported lazily at run time (llm.py says why)
+
 log = logging.getLogger(__name__)
 
 EventHandler = Callable[[Any], Awaitable[None]]
 
 
 class Engine:
-    """Long-lived: `async with Engine(settings, data) as engine: await engine.run(config)`."""
+    """Long-lived: `async with Engine(settings) as engine: await engine.run(config)`.
+
+    Domains come from the registry (green_agent/domains.py) by the name an assessment's config gives, each
+    loaded once per engine; `data` pre-loads one (tests and the CLI pass the one they already hold)."""
 
     def __init__(
-        self, settings: EngineSettings, data: DomainData, *, resolver: Resolver | None = None
+        self, settings: EngineSettings, data: DomainData | None = None, *, resolver: Resolver | None = None
     ) -> None:
         self.settings = settings
-        self.data = data
-        self._tools = [dict(schema) for schema in data.tool_schemas]
+        self._domains: dict[str, DomainData] = {data.name: data} if data is not None else {}
+        self._domain_lock = threading.Lock()
         self._resolver = resolver
         self._pools: dict[EgressPolicy, WhiteAgentPool] = {}
-        self._llms: dict[tuple[str, str | None, str | None, str], ChatLLM] = {}
+        # One HTTP client per endpoint and key: both come from the operator's settings only (a request picks
+        # a model and its arguments, never where it is sent or with which key), so this stays as small as the
+        # configuration. The ChatLLM over it (model, arguments, gate) is a light object made per use.
+        self._clients: dict[tuple[str | None, str | None], AsyncOpenAI] = {}
         self.slots = FairSlots(
             settings.max_concurrent_trials,
             tenant_share=settings.tenant_slot_share,
@@ -113,6 +122,7 @@ class Engine:
         )
         self._guidelines = ""
         self._tools_guidelines = ""
+        self._rubric = ""
         self._judge: Judge | None = None
 
     async def __aenter__(self) -> Engine:
@@ -121,10 +131,15 @@ class Engine:
         self._tools_guidelines = await asyncio.to_thread(
             load_prompt, "user_guidelines_tools.md", s.user_guidelines_tools_file
         )
+        # Loaded whether or not the service has a judge: an assessment may name its own (judge_model).
+        self._rubric = await asyncio.to_thread(load_prompt, "judge_rubric.md", s.judge_rubric_file)
         if s.judge is not None:
-            rubric = await asyncio.to_thread(load_prompt, "judge_rubric.md", s.judge_rubric_file)
-            self._judge = Judge(llm=self._llm(s.judge), rubric=rubric, json_schema=s.judge_json_schema)
+            self._judge = self._make_judge(s.judge)
         return self
+
+    def _make_judge(self, endpoint: LLMEndpoint) -> Judge:
+        schema = self.settings.judge_json_schema
+        return Judge(llm=self._llm(endpoint), rubric=self._rubric, json_schema=schema)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -150,34 +165,50 @@ class Engine:
         for pool in self._pools.values():
             await pool.aclose()
         self._pools.clear()
-        for llm in self._llms.values():
+        for client in self._clients.values():
             with contextlib.suppress(Exception):
-                await llm.aclose()
-        self._llms.clear()
+                await client.close()
+        self._clients.clear()
 
     def _llm(self, endpoint: LLMEndpoint) -> ChatLLM:
-        """One client per endpoint and key; models on the same endpoint still get their own settings, and so
-        does the same model with other request arguments (a customer and a judge capped differently)."""
-        arguments = json.dumps(endpoint.extra_args, sort_keys=True, default=str)
-        key = (endpoint.model, endpoint.base_url, endpoint.api_key, arguments)
-        if key not in self._llms:
-            retry = RetryPolicy(
-                max_retries=self.settings.llm_max_retries, backoff_s=self.settings.llm_retry_backoff_s
-            )
-            gate = self._gate(endpoint)
-            self._llms[key] = ChatLLM(endpoint, timeout_s=self.settings.llm_timeout_s, retry=retry, gate=gate)
-        return self._llms[key]
+        """Chat completions of `endpoint` (its model and request arguments) over the one HTTP client of its
+        base URL and key, through the endpoint's gate (shared by every user of the same model and key)."""
+        key = (endpoint.base_url, endpoint.api_key)
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = open_client(endpoint, self.settings.llm_timeout_s)
+        s = self.settings
+        retry = RetryPolicy(max_retries=s.llm_max_retries, backoff_s=s.llm_retry_backoff_s)
+        gate = self._gate(endpoint)
+        return ChatLLM(endpoint, timeout_s=s.llm_timeout_s, retry=retry, gate=gate, client=client)
 
     def _gate(self, endpoint: LLMEndpoint) -> EndpointGate:
         return self.gates.gate(endpoint.model, endpoint.base_url, endpoint.api_key, endpoint_limits(endpoint))
 
-    def rejudgeable(self, trial: TrialResult) -> bool:
-        """Whether a retry judges this stored trial again rather than running it again or keeping it: it is
-        excluded (no reward) for want of a verdict (its judge failed, or none was configured), its
-        conversation finished, and a judge is configured now. A trial charged for a judge failure its text
-        provoked is scored (0) and kept."""
-        task = self.data.tasks.get(trial.task_id)
-        if self._judge is None or task is None or not task.judged or trial.reward is not None:
+    def domain(self, name: str) -> DomainData:
+        """The named domain's data, loaded through the registry on first use (verifying and parsing its files
+        blocks: from async code, `await load_domain(name)` first)."""
+        found = self._domains.get(name)
+        if found is None:
+            with self._domain_lock:
+                found = self._domains.get(name)
+                if found is None:
+                    found = self._domains[name] = load_domain(name, self.settings.data_dirs.get(name))
+        return found
+
+    async def load_domain(self, name: str) -> DomainData:
+        """`domain(name)`, with the first load in a thread (airline's DB is 7 MB of JSON)."""
+        found = self._domains.get(name)
+        return found if found is not None else await asyncio.to_thread(self.domain, name)
+
+    def rejudgeable(self, trial: TrialResult, config: AssessmentConfig) -> bool:
+        """Whether a retry judges this stored trial of the assessment of `config` again rather than running
+        it again or keeping it: it is excluded (no reward) for want of a verdict (its judge failed, or none
+        was configured), its conversation finished, and its assessment has a judge now. A trial charged for a
+        judge failure its text provoked is scored (0) and kept."""
+        task = self.domain(config.domain).tasks.get(trial.task_id)
+        judge = self._judge_endpoint(config)
+        if judge is None or task is None or not task.judged or trial.reward is not None:
             return False
         if trial.nl_status not in ("judge_failed", "not_judged"):
             return False
@@ -191,13 +222,7 @@ class Engine:
 
     def _endpoints_for(self, config: AssessmentConfig) -> list[LLMEndpoint]:
         """The LLM endpoints an assessment of `config` needs: its user model (unless scripted), the judge."""
-        endpoints = []
-        name = self._user_model_name(config)
-        if name != SCRIPTED_USER:
-            endpoints.append(self.settings.user_models[name])
-        if self.settings.judge is not None:
-            endpoints.append(self.settings.judge)
-        return endpoints
+        return [e for e in (self._user_endpoint(config), self._judge_endpoint(config)) if e is not None]
 
     def _gates_for(self, config: AssessmentConfig) -> tuple[EndpointGate, ...]:
         """The gates of the endpoints an assessment of `config` needs (one each)."""
@@ -208,30 +233,40 @@ class Engine:
 
     def validate(self, config: AssessmentConfig) -> list[str]:
         """The selected task ids, in tasks.json order; raises `ConfigError` saying what to change."""
-        self._user_model_name(config)
+        self._user_endpoint(config)
+        self._judge_endpoint(config)
+        cap, bound = config.user_llm_args.reply_cap(), self.settings.user_llm_max_tokens
+        if cap is not None and cap > bound:
+            raise ConfigError(
+                f"user_llm_args asks for replies of up to {cap} tokens; this service allows at most {bound} "
+                "(the operator's user_llm_max_tokens)"
+            )
         self._check_agent_headers(config)
+        data = self.domain(config.domain)
         selection = config.tasks
         if selection.task_ids is not None:
-            unknown = [t for t in selection.task_ids if t not in self.data.tasks]
+            unknown = [t for t in selection.task_ids if t not in data.tasks]
             if unknown:
-                known = list(self.data.tasks)
+                known = list(data.tasks)
                 shown = [t[:40] for t in unknown[:10]]
                 more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
                 raise ConfigError(
                     f"unknown task ids {shown}{more}; use ids from tasks.json ({known[0]!r} to {known[-1]!r})"
                 )
             wanted = set(selection.task_ids)
-            return [t for t in self.data.tasks if t in wanted]
-        split = self.data.splits.get(selection.split)
+            return [t for t in data.tasks if t in wanted]
+        split = data.splits.get(selection.split)
         if split is None:
-            raise ConfigError(f"unknown split {selection.split!r}; use one of {sorted(self.data.splits)}")
+            raise ConfigError(
+                f"unknown split {selection.split!r} of {data.name}; use one of {sorted(data.splits)}"
+            )
         if selection.num_tasks is not None and selection.num_tasks > len(split):
             raise ConfigError(
                 f"num_tasks={selection.num_tasks} but split {selection.split!r} has {len(split)} tasks; "
                 f"lower num_tasks to at most {len(split)}"
             )
         members = set(split)
-        ordered = [t for t in self.data.tasks if t in members]  # tasks.json order, as upstream
+        ordered = [t for t in data.tasks if t in members]  # tasks.json order, as upstream
         return ordered[: selection.num_tasks] if selection.num_tasks else ordered
 
     def _check_agent_headers(self, config: AssessmentConfig) -> None:
@@ -246,17 +281,34 @@ class Engine:
             )
 
     def _user_model_name(self, config: AssessmentConfig) -> str:
-        name = config.user_model or self.settings.default_user_model
-        if name != SCRIPTED_USER and name not in self.settings.user_models:
-            choices = ", ".join([SCRIPTED_USER, *self.settings.user_models])
-            raise ConfigError(f"unknown user_model {name!r}; use one the operator configured: {choices}")
-        return name
+        return config.user_model or self.settings.default_user_model
+
+    def _user_endpoint(self, config: AssessmentConfig) -> LLMEndpoint | None:
+        """The customer's endpoint (None: the scripted customer), with the assessment's request arguments
+        under the operator's own; ConfigError in one line when the model is not offered here."""
+        endpoint = self.settings.user_endpoint(self._user_model_name(config))
+        asked = config.user_llm_args.request_arguments()
+        if endpoint is None or not asked:
+            return endpoint
+        return endpoint.model_copy(update={"extra_args": {**asked, **endpoint.extra_args}})
+
+    def _judge_endpoint(self, config: AssessmentConfig) -> LLMEndpoint | None:
+        return self.settings.judge_endpoint(config.judge_model)
+
+    def judge_for(self, config: AssessmentConfig) -> Judge | None:
+        """The NL judge of an assessment of `config`: its own (judge_model), else the service's."""
+        endpoint = self._judge_endpoint(config)
+        if endpoint is None:
+            return None
+        if endpoint is self.settings.judge and self._judge is not None:
+            return self._judge
+        return self._make_judge(endpoint)
 
     def _user_simulator(self, config: AssessmentConfig) -> UserSimulator:
+        endpoint = self._user_endpoint(config)
+        if endpoint is None:
+            return ScriptedUserSimulator(domain=config.domain, delay_s=self.settings.scripted_user_delay_s)
         name = self._user_model_name(config)
-        if name == SCRIPTED_USER:
-            return ScriptedUserSimulator(delay_s=self.settings.scripted_user_delay_s)
-        endpoint = self.settings.user_models[name]
         return LLMUserSimulator(
             name=name,
             llm=self._llm(endpoint),
@@ -284,14 +336,17 @@ class Engine:
         task_ids = self.validate(config)
         return [(t, k) for k in range(config.trials) for t in task_ids]
 
-    def longest_first(self, keys: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    def longest_first(
+        self, config: AssessmentConfig, keys: Sequence[tuple[str, int]]
+    ) -> list[tuple[str, int]]:
         """`keys` in the order trials should start: longest expected conversation first (the task's gold
         action count stands for its length), so that the slowest trials do not start last and stretch the
         tail of the run. Ties keep report order. With the `longest_first` setting off: report order."""
         if not self.settings.longest_first:
             return list(keys)
+        tasks = self.domain(config.domain).tasks
         position = {key: i for i, key in enumerate(keys)}
-        return sorted(keys, key=lambda key: (-len(self.data.tasks[key[0]].gold_actions), position[key]))
+        return sorted(keys, key=lambda key: (-len(tasks[key[0]].gold_actions), position[key]))
 
     async def open_assessment(
         self,
@@ -310,6 +365,7 @@ class Engine:
         `assessment_id` are whose slots the trials take (fair sharing). Raises `AgentEgressError` when the
         agent URL or its card leads where the policy refuses, `AgentNotReachedError` when its card cannot be
         read: such an assessment could not run at all."""
+        await self.load_domain(config.domain)
         self.validate(config)
         emit = on_event or _ignore
         agent = await resolve_agent(config.agent_url, self._resolver)
@@ -348,11 +404,12 @@ class Engine:
         for warning in step_limit:
             log.warning("%s", warning)
         clock = time.monotonic()
+        await self.load_domain(config.domain)
         keys = self.trial_keys(config)
         position = {key: i for i, key in enumerate(keys)}
         done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in position}
         emit = on_event or _ignore
-        pending = [key for key in self.longest_first(keys) if key not in done]
+        pending = [key for key in self.longest_first(config, keys) if key not in done]
         results: list[TrialResult] = []
         if not pending:
             return compute_report(
@@ -399,15 +456,17 @@ class Engine:
     def run_info(self, config: AssessmentConfig) -> RunInfo:
         """Which user simulator and judge an assessment of `config` uses, with the prompts' fingerprints."""
         name = self._user_model_name(config)
-        endpoint = self.settings.user_models.get(name)
-        judge = self.settings.judge
+        endpoint = self._user_endpoint(config)
+        judge = self._judge_endpoint(config)
         return RunInfo(
             user_model_name=name,
             user_model=endpoint.model if endpoint is not None else None,
             user_llm_args={"temperature": 0.0, **endpoint.extra_args} if endpoint is not None else {},
-            user_guidelines_sha256=self.user_guidelines_sha256 if endpoint is not None else None,
+            user_guidelines_sha256=(
+                self.user_guidelines_sha256(self.domain(config.domain)) if endpoint is not None else None
+            ),
             judge_model=judge.model if judge is not None else None,
-            judge_rubric_sha256=_sha256(self._judge.rubric) if self._judge is not None else None,
+            judge_rubric_sha256=_sha256(self._rubric) if judge is not None else None,
         )
 
     @property
@@ -415,15 +474,13 @@ class Engine:
         """The NL judge the operator configured (None: assertions are not judged)."""
         return self._judge
 
-    @property
-    def user_guidelines(self) -> str:
-        """The user-simulator guidelines this engine uses (the operator's file, else the built-in text); for a
-        domain whose customer has tools of its own, those of a customer with tools."""
-        return self._tools_guidelines if self.data.user_tool_schemas else self._guidelines
+    def user_guidelines(self, data: DomainData) -> str:
+        """The customer's guidelines in `data`'s domain (the operator's file, else the built-in text): those
+        of a customer with tools where the domain gives the customer tools of its own (telecom, mock)."""
+        return self._tools_guidelines if data.user_tool_schemas else self._guidelines
 
-    @property
-    def user_guidelines_sha256(self) -> str:
-        return _sha256(self.user_guidelines)
+    def user_guidelines_sha256(self, data: DomainData) -> str:
+        return _sha256(self.user_guidelines(data))
 
     async def run_with_retries(
         self, spec: TrialSpec, deps: TrialDeps, gates: Sequence[EndpointGate] = ()
@@ -479,13 +536,14 @@ class Engine:
             return TextDialect(depth)
 
         user = self._user_simulator(config)
+        data = self.domain(config.domain)
         return TrialDeps(
-            data=self.data,
-            tools=self._tools,
+            data=data,
+            tools=[dict(schema) for schema in data.tool_schemas],
             open_conversation=open_conversation,
             choose_dialect=choose_dialect,
             user=user,
-            judge=self._judge,
+            judge=self.judge_for(config),
             normalize_ids=self.settings.normalize_ids,
             emit=emit,
             turn_events=emit is not _ignore,
@@ -535,7 +593,7 @@ class AssessmentRun:
         """Run and score one trial; its `TrialFinished` is the caller's to report (after the slots are
         released, so that storing it never holds one)."""
         spec = TrialSpec(
-            task=self._engine.data.tasks[task_id],
+            task=self._deps.data.tasks[task_id],
             trial=trial,
             seed=self._seeds[trial],
             max_steps=self.config.max_steps,
@@ -563,7 +621,7 @@ class AssessmentRun:
         it cannot be judged from what is stored (its conversation did not finish, or it was stored before
         `conversation_end` was kept and its judge failed): run it again instead."""
         judge = self._deps.judge
-        task = self._engine.data.tasks[stored.task_id]
+        task = self._deps.data.tasks[stored.task_id]
         end = stored.conversation_end or _end_of_unjudged(stored)
         if judge is None or not task.judged or end is None:
             return None
@@ -583,6 +641,7 @@ class AssessmentRun:
             num_errors=stored.num_errors,
             error=end.error,
             db_hash=stored.db_actual_hash,
+            environment=_stored_environment(stored, self._deps.data.gold(task.id).db_hash),
             agent_bytes=end.agent_bytes,
         )
         if judge.llm.gate is not None:
@@ -649,6 +708,19 @@ def _end_of_unjudged(stored: TrialResult) -> ConversationEnd | None:
         if m.role in ("assistant", "tool")
     )
     return ConversationEnd(reason=stored.termination_reason, error=stored.error, agent_bytes=agent_bytes)
+
+
+def _stored_environment(stored: TrialResult, gold_hash: str) -> EnvironmentCheck | None:
+    """The environment check a stored trial was scored with, rebuilt from what it stored (a retry judges it
+    again without its environment)."""
+    if stored.db_actual_hash is None:
+        return None
+    return EnvironmentCheck(
+        db_matched=stored.db_actual_hash == gold_hash,
+        db_expected_hash=gold_hash,
+        db_actual_hash=stored.db_actual_hash,
+        assertions=tuple(AssertionCheck(**check) for check in stored.env_assertion_checks),
+    )
 
 
 def _sha256(text: str) -> str:

@@ -156,6 +156,17 @@ def scripted_customer_warnings(
     return [SCRIPTED_CUSTOMER_WARNING]
 
 
+def judge_warnings(config: AssessmentConfig, settings: EngineSettings) -> list[str]:
+    """Say so when NL assertions are judged by the default judge on OPENAI_API_KEY (none configured)."""
+    judge = settings.judge
+    if config.judge_model is not None or judge is None or not settings.judge_from_key:
+        return []
+    return [
+        f"NL assertions are judged by {judge.model} on OPENAI_API_KEY (no judge is configured here; tau2's "
+        "judge model)"
+    ]
+
+
 def concurrency_warnings(config: AssessmentConfig, settings: EngineSettings) -> list[str]:
     """Say so when the operator's bounds run fewer trials at once than the assessment asks for."""
 
@@ -202,7 +213,9 @@ class AssessmentEngine(Protocol):
 
     def trial_keys(self, config: AssessmentConfig) -> list[tuple[str, int]]: ...
 
-    def longest_first(self, keys: Sequence[tuple[str, int]]) -> list[tuple[str, int]]: ...
+    def longest_first(
+        self, config: AssessmentConfig, keys: Sequence[tuple[str, int]]
+    ) -> list[tuple[str, int]]: ...
 
     async def open_assessment(
         self,
@@ -222,7 +235,7 @@ class AssessmentEngine(Protocol):
         """Raises LLMUnavailableError when an LLM endpoint `config` needs does not answer."""
         ...
 
-    def rejudgeable(self, trial: TrialResult) -> bool:
+    def rejudgeable(self, trial: TrialResult, config: AssessmentConfig) -> bool:
         """Whether a retry judges this stored trial again (rather than running it again or keeping it)."""
         ...
 
@@ -382,6 +395,7 @@ class AssessmentService:
                 *notes,
                 *step_limit,
                 *scripted_customer_warnings(config, self._engine.settings, builtin_oracle=builtin_oracle),
+                *judge_warnings(config, self._engine.settings),
                 *concurrency_warnings(config, self._engine.settings),
                 *await self._worker_warnings(),
             ],
@@ -441,7 +455,7 @@ class AssessmentService:
         running (not counting `ending`, the trial of the job that calls this and is about to end); finish
         the assessment when nothing is left to run. One process at a time per assessment (`exclusive`)."""
         config = _config_of(record)
-        order = self._engine.longest_first(self._engine.trial_keys(config))
+        order = self._engine.longest_first(config, self._engine.trial_keys(config))
         async with self.queue.exclusive(record.id) as connection:
             # Queued first, stored second: a trial that ends in between is then seen in one or the other.
             queued = await self.queue.queued_trials(record.id, connection)
@@ -558,7 +572,7 @@ class AssessmentService:
                 f"storing the agent name of assessment {assessment_id}",
                 lambda: self.repository.set_agent_name(assessment_id, run.agent_name),
             )
-        order = self._engine.longest_first(self._engine.trial_keys(config))
+        order = self._engine.longest_first(config, self._engine.trial_keys(config))
         opened = _Opened(
             run,
             turns,
@@ -928,7 +942,7 @@ class AssessmentService:
         stored = {
             (t.task_id, t.trial): t for t in await self.repository.trial_results(record.id, transcripts=False)
         }
-        judge = tuple(key for key in keys if key in stored and self._engine.rejudgeable(stored[key]))
+        judge = tuple(key for key in keys if key in stored and self._engine.rejudgeable(stored[key], config))
         to_judge = set(judge)
         excluded = [
             key

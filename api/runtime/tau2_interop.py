@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import date
 from pathlib import Path
@@ -39,21 +40,27 @@ async def export_source(runtime: Runtime, assessment_id: str, agent_model: str |
         )
     trials = await runtime.repository.trial_results(assessment_id)
     run = record.report.run_info
-    same_guidelines = run is not None and run.user_guidelines_sha256 == runtime.engine.user_guidelines_sha256
+    config = AssessmentConfig.model_validate(record.config)
+    guidelines = runtime.engine.user_guidelines(await runtime.engine.load_domain(config.domain))
+    same_guidelines = run is not None and run.user_guidelines_sha256 == _sha256(guidelines)
     return ExportSource(
         assessment_id=record.id,
         created_at=record.created_at,
         agent_url=record.agent_url,
-        config=AssessmentConfig.model_validate(record.config),
+        config=config,
         report=record.report,
         trials=trials,
-        user_guidelines=runtime.engine.user_guidelines if same_guidelines else None,
+        user_guidelines=guidelines if same_guidelines else None,
         agent_model=agent_model,
     )
 
 
 async def export_document(runtime: Runtime, assessment_id: str) -> dict[str, Any]:
     return tau2_results(await export_source(runtime, assessment_id), runtime.data)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def write_json(document: Any, path: Path) -> None:

@@ -154,7 +154,9 @@ class LLMUserSession:
         return tuple(calls)
 
 
-SCRIPTED_OPENING = "Hi, I'm the scripted customer for task {task_id}. Please take care of my request."
+SCRIPTED_OPENING = (
+    "Hi, I'm the scripted customer for task {task_id} of the {domain} domain. Please take care of my request."
+)
 
 
 SCRIPTED_DONE = "Done on my side."
@@ -165,19 +167,21 @@ SCRIPTED_DONE = "Done on my side."
 class ScriptedUserSimulator:
     """A deterministic stand-in for the customer, for tests and the demo; it needs no LLM.
 
-    It opens with `SCRIPTED_OPENING` (naming the task, which is how the oracle agent knows what to do). Where
-    the task's gold actions include the customer's own (dual control), it performs them: the gold list is
-    split into runs of customer actions separated by agent actions, and each agent text after the opening
-    gets the next run, one call per turn, then `SCRIPTED_DONE`. With no run left it answers `###STOP###`.
-    The oracle agent follows the same list (it hands over with a text where a run is due), so the two
-    replay the gold trajectory in its order. `delay_s` simulates LLM latency in benchmarks.
+    It opens with `SCRIPTED_OPENING` (naming the domain and the task, which is how the oracle agent knows
+    what to do). Where the task's gold actions include the customer's own (dual control), it performs them:
+    the gold list is split into runs of customer actions separated by agent actions, and each agent text
+    after the opening gets the next run, one call per turn, then `SCRIPTED_DONE`. With no run left it
+    answers `###STOP###`. The oracle agent follows the same list (it hands over with a text where a run is
+    due), so the two replay the gold trajectory in its order. `delay_s` simulates LLM latency in benchmarks.
     """
 
     name: str = "scripted"
+    domain: str = "retail"
     delay_s: float = 0.0
 
     def session(self, task: Task, seed: int, tools: Sequence[Mapping[str, Any]] = ()) -> ScriptedUserSession:
         return ScriptedUserSession(
+            domain=self.domain,
             task_id=task.id, delay_s=self.delay_s, runs=customer_runs(task.gold_actions) if tools else []
         )
 
@@ -199,6 +203,7 @@ def customer_runs(actions: Sequence[GoldAction]) -> list[list[GoldAction]]:
 
 @dataclass
 class ScriptedUserSession:
+    domain: str
     task_id: str
     delay_s: float = 0.0
     turns: int = 0
@@ -211,7 +216,7 @@ class ScriptedUserSession:
             await asyncio.sleep(self.delay_s)
         self.turns += 1
         if self.turns == 1:  # answering the fixed greeting
-            return UserTurn(SCRIPTED_OPENING.format(task_id=self.task_id))
+            return UserTurn(SCRIPTED_OPENING.format(domain=self.domain, task_id=self.task_id))
         if not self.runs:
             return UserTurn("###STOP###")
         self._pending = self.runs.pop(0)

@@ -157,6 +157,8 @@ def test_the_image_carries_none_of_the_repository_beyond_the_service(image_files
         "requirements.lock",
         "domain_kit",
         "retail_domain",
+        "airline_domain",
+        "telecom_domain",
         "mock_domain",
         "green_agent",
         "api",
