@@ -332,6 +332,7 @@ def _transcript(row: TrialRow) -> list[dict[str, Any]]:
             "tool_call_id": m.tool_call_id,
             "error": m.error,
             "timestamp": m.timestamp,
+            "requestor": m.requestor,
         }
         for m in row.messages
     ]
@@ -383,6 +384,7 @@ def _message_values(trial_id: int, messages: Sequence[TranscriptMessage]) -> lis
             "tool_call_id": m.tool_call_id,
             "error": m.error,
             "timestamp": m.timestamp,
+            "requestor": m.requestor,
         }
         for m in messages
     ]

@@ -227,6 +227,9 @@ class TranscriptMessageRow(Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(255))
     error: Mapped[bool] = mapped_column(Boolean, default=False)
     timestamp: Mapped[datetime]
+    requestor: Mapped[str | None] = mapped_column(
+        String(16), doc="On a tool result: 'user' for the customer's own call (dual control); else None."
+    )
 
 
 class NLVerdictRow(Base):

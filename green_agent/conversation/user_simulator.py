@@ -182,7 +182,9 @@ class ScriptedUserSimulator:
     def session(self, task: Task, seed: int, tools: Sequence[Mapping[str, Any]] = ()) -> ScriptedUserSession:
         return ScriptedUserSession(
             domain=self.domain,
-            task_id=task.id, delay_s=self.delay_s, runs=customer_runs(task.gold_actions) if tools else []
+            task_id=task.id,
+            delay_s=self.delay_s,
+            runs=customer_runs(task.gold_actions) if tools else [],
         )
 
 

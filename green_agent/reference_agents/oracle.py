@@ -47,9 +47,14 @@ class _Session:
 
 
 class OracleExecutor(AgentExecutor):
-    def __init__(self, data: DomainData | None = None, delay_s: float = 0.0) -> None:
+    def __init__(
+        self, data: DomainData | None = None, delay_s: float = 0.0, *, state_facts: bool = True
+    ) -> None:
+        """`state_facts=False`: the closing text leaves out the task's communicate_info, so that the
+        conversation holds exactly the gold calls, as the trajectory upstream's conformance runs score."""
         self._domains: dict[str, DomainData] = {data.name: data} if data is not None else {}
         self._delay_s = delay_s
+        self._state_facts = state_facts
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
 
     def _domain(self, name: str) -> DomainData | None:
@@ -77,7 +82,7 @@ class OracleExecutor(AgentExecutor):
         task = domain.tasks[task_id]
         session = _Session(
             actions=task.gold_actions,
-            facts=task.communicate_info,
+            facts=task.communicate_info if self._state_facts else (),
             structured=incoming.structured,
             stops=match is None,
         )

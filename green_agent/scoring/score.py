@@ -54,7 +54,6 @@ from green_agent.core.models import (
     NLStatus,
     NLVerdict,
     Signal,
-    TranscriptMessage,
     TrialResult,
     utcnow,
 )
@@ -98,9 +97,12 @@ async def score(
     task, data, judge = spec.task, deps.data, deps.judge
     conversation_end = ConversationEnd(reason=str(reason), error=state.error, agent_bytes=state.agent_bytes)
     gold_hash = data.gold(task.id).db_hash
-    db = check_db(state.db_hash, gold_hash) if state.db_hash is not None else None
-    db_matched = db.matched if db else False
     environment = state.environment
+    db = check_db(state.db_hash, gold_hash) if state.db_hash is not None else None
+    if db is not None and environment is not None:
+        # The domain's verdict: in dual control both sides' DBs must equal gold's (upstream's DB check).
+        db = DbCheck(environment.db_matched, environment.db_expected_hash, environment.db_actual_hash)
+    db_matched = db.matched if db else False
     assertions = environment.assertions if environment is not None else ()
     unfinished = reason == TerminationReason.INFRASTRUCTURE_ERROR  # our customer failed mid-conversation
     # ACTION and COMMUNICATE over the whole trajectory: calls of both parties (upstream's action check
@@ -271,7 +273,12 @@ def _db_signal(task: Task, db: DbCheck | None, unfinished: bool) -> Signal:
         return Signal(name=SIGNAL_DB, passed=None, counts=counts, detail=detail)
     if db is None:
         return Signal(name=SIGNAL_DB, passed=None, counts=counts, detail="no final DB")
-    detail = "final DB equals the gold DB" if db.matched else "final DB differs from the gold DB"
+    if db.matched:
+        detail = "final DB equals the gold DB"
+    elif db.actual_hash == db.expected_hash:
+        detail = "the customer's final DB differs from the gold one (the agent's equals it)"
+    else:
+        detail = "final DB differs from the gold DB"
     return Signal(name=SIGNAL_DB, passed=db.matched, counts=counts, detail=detail)
 
 

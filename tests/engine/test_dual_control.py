@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -81,7 +82,7 @@ def inbox_customer(task_id: str) -> Callable[[dict[str, Any]], FakeReply]:
         if len(body["messages"]) == 2:  # system prompt and greeting
             return FakeReply(tool_calls=[call("check_notifications")])
         if last["role"] == "tool" and "assigned to you" in last["content"]:
-            return FakeReply(SCRIPTED_OPENING.format(task_id=task_id))
+            return FakeReply(SCRIPTED_OPENING.format(task_id=task_id, domain="mock"))
         if last["role"] == "user" and DONE_TEXT in last["content"]:
             return FakeReply(tool_calls=[call("dismiss_notification", notification_id="notif_1")])
         if last["role"] == "tool":
@@ -98,7 +99,9 @@ async def test_an_llm_customer_acts_on_its_side_through_function_calling(mock: M
         serve_executor(oracle) as url,
     ):
         _, events = await run(
-            mock, AssessmentConfig(agent_url=url, tasks=one(USER_TOOLS_TASK)), **customer_settings(fake)
+            mock,
+            AssessmentConfig(agent_url=url, domain="mock", tasks=one(USER_TOOLS_TASK)),
+            **customer_settings(fake),
         )
     (result,) = events.results
     assert result.termination_reason == "user_stop", result.error
@@ -138,7 +141,7 @@ async def test_an_llm_customer_acts_on_its_side_through_function_calling(mock: M
     # The white agent saw the customer's words only: no call, no result of its device.
     seen = [incoming.text for incoming in oracle.received]
     assert not any("notif_1" in text or "check_notifications" in text for text in seen)
-    assert any(SCRIPTED_OPENING.format(task_id=USER_TOOLS_TASK) in text for text in seen)
+    assert any(SCRIPTED_OPENING.format(task_id=USER_TOOLS_TASK, domain="mock") in text for text in seen)
     assert any("update_task_status" in text for text in seen)  # its own tool results do reach it
 
 
@@ -161,13 +164,15 @@ async def test_the_scripted_customer_performs_its_side_of_the_gold_actions_in_st
     ]
     data = with_customer_actions(mock, USER_TOOLS_TASK, gold)
     async with serve_reference_agent("oracle", data=data) as url:
-        _, events = await run(data, AssessmentConfig(agent_url=url, tasks=one(USER_TOOLS_TASK)))
+        _, events = await run(
+            data, AssessmentConfig(agent_url=url, domain="mock", tasks=one(USER_TOOLS_TASK))
+        )
     (result,) = events.results
     assert result.termination_reason == "user_stop", result.error
     texts = [(m.role, m.content) for m in result.transcript if not m.tool_calls and m.role != "tool"]
     assert texts == [
         ("assistant", "Hi! How can I help you today?"),
-        ("user", SCRIPTED_OPENING.format(task_id=USER_TOOLS_TASK)),
+        ("user", SCRIPTED_OPENING.format(task_id=USER_TOOLS_TASK, domain="mock")),
         ("assistant", HANDOVER_TEXT),
         ("user", SCRIPTED_DONE),
         ("assistant", HANDOVER_TEXT),
@@ -190,7 +195,9 @@ async def test_a_white_agent_naming_a_customer_tool_gets_the_unknown_tool_error(
         await queue.enqueue_event(agent_message(parts, context.context_id))
 
     async with serve_executor(FunctionExecutor(reply)) as url:
-        _, events = await run(mock, AssessmentConfig(agent_url=url, tasks=one(USER_TOOLS_TASK)))
+        _, events = await run(
+            mock, AssessmentConfig(agent_url=url, domain="mock", tasks=one(USER_TOOLS_TASK))
+        )
     (result,) = events.results
     assert result.termination_reason == "too_many_errors"
     tool_results = [m for m in result.transcript if m.role == "tool"]
@@ -214,7 +221,7 @@ async def test_customer_calls_count_toward_max_steps(mock: MockData) -> None:
         serve_fake_llm(looping_customer(1)) as fake,
         serve_reference_agent("no_tools", data=mock) as url,
     ):
-        config = AssessmentConfig(agent_url=url, tasks=one(USER_TOOLS_TASK), max_steps=7)
+        config = AssessmentConfig(agent_url=url, domain="mock", tasks=one(USER_TOOLS_TASK), max_steps=7)
         _, events = await run(mock, config, **customer_settings(fake))
     (result,) = events.results
     # Each round is the customer's calls and their results: two steps; the limit is checked after results.
@@ -228,7 +235,7 @@ async def test_customer_tool_errors_count_toward_max_errors(mock: MockData) -> N
         serve_fake_llm(looping_customer(1, "refuel_data")) as fake,
         serve_reference_agent("no_tools", data=mock) as url,
     ):
-        config = AssessmentConfig(agent_url=url, tasks=one(USER_TOOLS_TASK), max_errors=3)
+        config = AssessmentConfig(agent_url=url, domain="mock", tasks=one(USER_TOOLS_TASK), max_errors=3)
         _, events = await run(mock, config, **customer_settings(fake))
     (result,) = events.results
     assert result.termination_reason == "too_many_errors" and result.num_errors == 3
@@ -246,7 +253,7 @@ async def test_customer_calls_past_max_tool_calls_are_refused_and_charged_like_a
         serve_fake_llm(looping_customer(limit)) as fake,
         serve_reference_agent("no_tools", data=mock) as url,
     ):
-        config = AssessmentConfig(agent_url=url, tasks=one(USER_TOOLS_TASK), max_steps=2)
+        config = AssessmentConfig(agent_url=url, domain="mock", tasks=one(USER_TOOLS_TASK), max_steps=2)
         _, events = await run(
             mock, config, limits=AgentLimits(max_tool_calls=limit), **customer_settings(fake)
         )
@@ -258,7 +265,7 @@ async def test_customer_calls_past_max_tool_calls_are_refused_and_charged_like_a
         serve_fake_llm(looping_customer(limit + 1)) as fake,
         serve_reference_agent("no_tools", data=mock) as url,
     ):
-        config = AssessmentConfig(agent_url=url, tasks=one(USER_TOOLS_TASK))
+        config = AssessmentConfig(agent_url=url, domain="mock", tasks=one(USER_TOOLS_TASK))
         _, events = await run(
             mock, config, limits=AgentLimits(max_tool_calls=limit), trial_retries=0, **customer_settings(fake)
         )
@@ -273,7 +280,7 @@ async def test_customer_calls_past_max_tool_calls_are_refused_and_charged_like_a
         return FakeReply(tool_calls=[call("check_notifications") for _ in range(limit + 1)])
 
     async with serve_fake_llm(after_the_agent) as fake, serve_reference_agent("no_tools", data=mock) as url:
-        config = AssessmentConfig(agent_url=url, tasks=one(USER_TOOLS_TASK))
+        config = AssessmentConfig(agent_url=url, domain="mock", tasks=one(USER_TOOLS_TASK))
         _, events = await run(
             mock, config, limits=AgentLimits(max_tool_calls=limit), **customer_settings(fake)
         )
@@ -296,7 +303,7 @@ async def test_customer_arguments_past_max_argument_bytes_are_refused(mock: Mock
 
     for size, ends in ((bound, "user_stop"), (bound + 1, "infrastructure_error")):
         async with serve_fake_llm(big(size)) as fake, serve_reference_agent("no_tools", data=mock) as url:
-            config = AssessmentConfig(agent_url=url, tasks=one(USER_TOOLS_TASK))
+            config = AssessmentConfig(agent_url=url, domain="mock", tasks=one(USER_TOOLS_TASK))
             _, events = await run(
                 mock,
                 config,
@@ -307,3 +314,36 @@ async def test_customer_arguments_past_max_argument_bytes_are_refused(mock: Mock
         (result,) = events.results
         assert result.termination_reason == ends, (size, result.error)
     assert f"held {bound + 1} bytes of tool arguments, over max_argument_bytes" in (result.error or "")
+
+
+FACTS = json.loads((Path(__file__).parents[1] / "domain" / "mock" / "task_facts.json").read_text())
+GOLD_RUN_REWARD = {task["id"]: task["gold_trajectory_eval"]["reward"] for task in FACTS["tasks"]}
+"""Upstream's reward for a trajectory made of exactly the gold calls (evaluate_simulation, ALL)."""
+
+
+async def test_the_oracle_and_the_scripted_customer_get_upstreams_gold_run_reward_on_every_mock_task(
+    mock: MockData,
+) -> None:
+    """With a closing text that states nothing, the conversation holds exactly the gold calls: the reward
+    is upstream's for the gold trajectory on each of the 10 tasks, 1 on 7. Of the other three,
+    update_task_with_initialization_data needs two sentences said, the task with history and env
+    assertions a completion no gold call makes, and update_task_with_user_tools cannot be won. The oracle
+    as served states the task's communicate_info (airline scores it), which also wins the first."""
+    async with serve_executor(OracleExecutor(mock, state_facts=False)) as url:
+        report, events = await run(mock, AssessmentConfig(agent_url=url, domain="mock"))
+    assert report.domain == "mock" and report.complete
+    assert {r.task_id: r.reward for r in events.results} == GOLD_RUN_REWARD
+    assert sum(GOLD_RUN_REWARD.values()) == 7
+    by_task = events.by_task()
+    unwinnable = by_task[USER_TOOLS_TASK]
+    assert [
+        (s.name, s.passed) for s in unwinnable.signals if s.name in ("DB_STATE_MATCH", "ENV_ASSERTION")
+    ] == [
+        ("DB_STATE_MATCH", True),
+        ("ENV_ASSERTION", False),
+    ]
+
+    async with serve_reference_agent("oracle", data=mock) as url:
+        report, events = await run(mock, AssessmentConfig(agent_url=url, domain="mock"))
+    rewards = {r.task_id: r.reward for r in events.results}
+    assert rewards == {**GOLD_RUN_REWARD, "update_task_with_initialization_data": 1.0}
