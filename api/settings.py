@@ -177,6 +177,7 @@ class Settings(BaseSettings):
     # -- scoring integrity (issue 8): bounds on the white agent, retries of trials our side failed -----------
     max_reply_bytes: int = _limit("max_reply_bytes")
     max_reply_values: int = _limit("max_reply_values")
+    max_echo_bytes: int = _limit("max_echo_bytes")
     max_json_depth: int = _limit("max_json_depth")
     max_tool_calls: int = _limit("max_tool_calls")
     max_argument_bytes: int = _limit("max_argument_bytes")

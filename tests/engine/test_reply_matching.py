@@ -11,6 +11,7 @@ import pytest
 
 from green_agent.errors import AgentProtocolError
 from green_agent.white_agent.matching import ReplyExpectation, Trial, expectation_for, expecting
+from green_agent.white_agent.wire import WireLimits
 
 CONTEXT = "ctx-trial"
 OTHER = "ctx-other"
@@ -21,7 +22,9 @@ def body(result: Any, rpc_id: Any = "r1", **extra: Any) -> bytes:
 
 
 def check(reply: bytes, *, task_id: str | None = None, polls: bool = False, rpc_id: Any = "r1") -> Any:
-    return ReplyExpectation(Trial(CONTEXT, task_id, polls_task=polls), rpc_id).check(200, reply)
+    reading = ReplyExpectation(Trial(CONTEXT, task_id, polls_task=polls), rpc_id).check(200, reply)
+    assert reading is not None and reading.content is None
+    return reading.parsed
 
 
 MESSAGE_1X = {"message": {"messageId": "m", "contextId": CONTEXT, "parts": []}}
@@ -112,8 +115,11 @@ def test_the_rest_binding_has_no_rpc_id_but_its_context_is_checked() -> None:
 def test_bodies_that_are_not_json_and_http_errors() -> None:
     with pytest.raises(AgentProtocolError, match="not JSON"):
         check(b"{not json")
+    roomy = ReplyExpectation(Trial(CONTEXT, limits=WireLimits(1 << 20, 1 << 20, 0)), "r1")
     with pytest.raises(AgentProtocolError, match="not JSON"):
-        check(b"[" * 100_000)  # deeper than the JSON parser goes: refused, not a RecursionError
+        roomy.check(200, b"[" * 100_000)  # deeper than the JSON parser goes: refused, not a RecursionError
+    with pytest.raises(AgentProtocolError, match="more than 2048 JSON values"):
+        check(b"[" * 100_000)  # within the default bounds it is not even parsed
     assert ReplyExpectation(Trial(CONTEXT), "r1").check(500, b"Internal Server Error") is None
 
 
