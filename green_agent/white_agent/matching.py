@@ -38,7 +38,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from green_agent.errors import AgentProtocolError
+from green_agent.core.errors import AgentProtocolError
 from green_agent.white_agent.wire import WireLimits, encode_sse, read_json, read_sse
 
 _CONTEXT_KEYS = ("contextId", "context_id")

@@ -38,15 +38,15 @@ from typing import Any
 
 import msgspec
 
-from green_agent.errors import AgentProtocolError
-from green_agent.limits import AgentLimits, reply_values
+from green_agent.core.errors import AgentProtocolError
+from green_agent.core.limits import AgentLimits, reply_values
 
 _DEFAULTS = AgentLimits()
 
 
 @dataclass(frozen=True)
 class WireLimits:
-    """The bounds of one reply (green_agent/limits.py has their descriptions)."""
+    """The bounds of one reply (green_agent/core/limits.py has their descriptions)."""
 
     max_reply_bytes: int = _DEFAULTS.max_reply_bytes
     max_reply_values: int = _DEFAULTS.max_reply_values

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from green_agent import AssessmentConfig, AssessmentReport, TaskSelection
-from green_agent.limits import AgentLimits
+from green_agent.core.limits import AgentLimits
 from retail_domain import RetailData
 from tests.engine.conftest import Collector, run
 from tests.support.frameworks import (
