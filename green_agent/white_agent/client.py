@@ -54,6 +54,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import pydantic
 from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientTimeoutError
 from a2a.compat.v0_3.versions import is_legacy_version
@@ -649,10 +650,24 @@ def _never_delivered(exc: BaseException | None) -> bool:
 
 
 def _describe(exc: BaseException | None) -> str:
+    """One line, at most 500 characters: what failed, and for a field the SDK refused, which and why."""
     if exc is None:
         return "unknown error"
+    if isinstance(exc, pydantic.ValidationError):  # the 0.3 parsers: one error per union branch and line
+        return _invalid_field(exc)
     text = str(exc).strip() or type(exc).__name__
     cause = exc.__cause__
     if cause is not None and str(cause).strip() and str(cause) not in text:
         text = f"{text} ({type(cause).__name__}: {cause})"
+    text = " ".join(text.split())
     return text if len(text) <= 500 else text[:500] + "…"
+
+
+def _invalid_field(exc: pydantic.ValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    where = ".".join(str(step) for step in first["loc"]) or "(the object itself)"
+    got = repr(first.get("input"))
+    got = got if len(got) <= 60 else got[:60] + "…"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"the agent's {exc.title} has an invalid field {where}: {first['msg']}, got {got}{more}"

@@ -21,7 +21,7 @@ from green_agent.core.limits import AgentLimits
 from retail_domain import RetailData
 from tests.engine.conftest import Collector, run
 from tests.support.frameworks import (
-    EchoedHistory,
+    RewrittenTasks,
     ZonelessTimestamps,
     serve_chunking_relay,
     serve_fasta2a_relay,
@@ -109,23 +109,19 @@ def _big_message(size: int) -> list[dict[str, Any]]:
     ]
 
 
-def echoing(history: Any, floods: list[EchoedHistory]) -> Any:
-    def wrap(app: Any) -> Any:
-        floods.append(EchoedHistory(app, lambda task: history))
-        return floods[-1]
-
-    return wrap
-
-
 async def test_a_1_mb_echo_is_read_past_and_one_past_max_echo_bytes_is_charged(data: RetailData) -> None:
     tasks = TaskSelection(task_ids=["0"])
-    floods: list[EchoedHistory] = []
+    floods: list[RewrittenTasks] = []
 
     async with serve_chunking_relay(
-        data, protocol_version="0.3", streaming=False, chunks=1, wrap=echoing(_big_message(1_000_000), floods)
+        data,
+        protocol_version="0.3",
+        streaming=False,
+        chunks=1,
+        wrap=RewrittenTasks.echo(_big_message(1_000_000), floods),
     ) as url:
         report, events = await run(data, AssessmentConfig(agent_url=url, tasks=tasks))
-    assert floods[0].echoed >= 5
+    assert floods[0].rewritten >= 5
     assert_like_the_oracle(report, events, 1)
 
     # max_reply_bytes 16 KiB + max_echo_bytes 64 KiB = 81,920 bytes a response may take: an echo of 76,000
@@ -133,7 +129,11 @@ async def test_a_1_mb_echo_is_read_past_and_one_past_max_echo_bytes_is_charged(d
     limits = AgentLimits(max_reply_bytes=16_384, max_echo_bytes=65_536)
     for size, reward in ((76_000, 1.0), (82_000, 0.0)):
         async with serve_chunking_relay(
-            data, protocol_version="0.3", streaming=False, chunks=1, wrap=echoing(_big_message(size), floods)
+            data,
+            protocol_version="0.3",
+            streaming=False,
+            chunks=1,
+            wrap=RewrittenTasks.echo(_big_message(size), floods),
         ) as url:
             report, events = await run(data, AssessmentConfig(agent_url=url, tasks=tasks), limits=limits)
         (result,) = events.results
@@ -147,8 +147,8 @@ async def test_a_1_mb_echo_is_read_past_and_one_past_max_echo_bytes_is_charged(d
 
 async def test_a_million_value_history_is_refused_by_its_size(data: RetailData) -> None:
     million: list[Any] = [[]] * 1_000_000  # 3 MB on the wire
-    floods: list[EchoedHistory] = []
-    wrap = echoing(million, floods)
+    floods: list[RewrittenTasks] = []
+    wrap = RewrittenTasks.echo(million, floods)
     async with serve_chunking_relay(
         data, protocol_version="0.3", streaming=False, chunks=1, wrap=wrap
     ) as url:
@@ -156,3 +156,24 @@ async def test_a_million_value_history_is_refused_by_its_size(data: RetailData) 
     (result,) = events.results
     assert result.termination_reason == "agent_error" and result.reward == 0.0
     assert result.error is not None and "max_reply_bytes + max_echo_bytes" in result.error
+
+
+async def test_a_field_the_client_reads_that_is_malformed_is_refused_naming_it_in_one_line(
+    data: RetailData,
+) -> None:
+    def text_not_a_string(task: dict[str, Any]) -> None:
+        for artifact in task.get("artifacts", []):
+            artifact["parts"][0]["text"] = 5
+
+    for protocol in ("0.3", "1.0"):
+        async with serve_chunking_relay(
+            data,
+            protocol_version=protocol,
+            streaming=False,
+            wrap=lambda app: RewrittenTasks(app, text_not_a_string),
+        ) as url:
+            _, events = await run(data, AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["0"])))
+        (result,) = events.results
+        assert result.termination_reason == "agent_error" and result.error is not None
+        assert "\n" not in result.error, result.error
+        assert "text" in result.error and "string" in result.error.lower(), result.error

@@ -132,3 +132,31 @@ def test_requests_outside_a_trial_are_not_matched_and_a_trial_names_its_affinity
     assert expectation == ReplyExpectation(Trial(CONTEXT, "t1"), "r1")
     assert expectation is not None and expectation.affinity == CONTEXT
     assert expectation_for(payload) is None
+
+
+def sse(*results: Any, rpc_id: Any = "r1") -> bytes:
+    return b"".join(b"data: " + body(r, rpc_id) + b"\n\n" for r in results)
+
+
+STATUS_03 = {"kind": "status-update", "taskId": "t1", "contextId": CONTEXT, "final": True, "status": {}}
+ARTIFACT_1X = {"artifactUpdate": {"taskId": "t1", "contextId": CONTEXT, "artifact": {"artifactId": "a"}}}
+
+
+def test_each_event_of_a_stream_is_matched_and_the_stream_handed_on_re_encoded() -> None:
+    expectation = ReplyExpectation(Trial(CONTEXT, "t1"), "r1")
+    reading = expectation.check(200, sse(TASK_03, ARTIFACT_1X, STATUS_03), "text/event-stream")
+    assert reading is not None and reading.parsed is None and reading.content is not None
+    assert [json.loads(line[6:])["result"] for line in reading.content.split(b"\n\n")[:-1]] == [
+        TASK_03,
+        ARTIFACT_1X,
+        STATUS_03,
+    ]
+    for stray, error in (
+        (_in(ARTIFACT_1X["artifactUpdate"], contextId=OTHER), "task update is in A2A context 'ctx-other'"),
+        ({**STATUS_03, "taskId": "t2"}, "task update belongs to task 't2'"),
+        (_in(MESSAGE_03, contextId=OTHER), "message is in A2A context"),
+    ):
+        with pytest.raises(AgentProtocolError, match=error):
+            expectation.check(200, sse(TASK_03, stray), "text/event-stream")
+    with pytest.raises(AgentProtocolError, match="answers JSON-RPC request 'r0'"):
+        expectation.check(200, sse(TASK_03) + sse(STATUS_03, rpc_id="r0"), "text/event-stream")

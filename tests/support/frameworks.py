@@ -115,7 +115,7 @@ async def serve_chunking_relay(
     wrap: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> AsyncIterator[str]:
     """A `ChunkingRelay` on a2a-sdk's server, its card saying `protocol_version` and `streaming`; `wrap`
-    rewrites what the server writes (`ZonelessTimestamps`, `EchoedHistory`)."""
+    rewrites what the server writes (`ZonelessTimestamps`, `RewrittenTasks`)."""
     executor = ChunkingRelay(OracleRelay(data, lookups=lookups), chunks=chunks)
 
     def app_for(url: str) -> Starlette:
@@ -151,15 +151,26 @@ class ZonelessTimestamps:
         await self.app(scope, receive, rewrite)
 
 
-class EchoedHistory:
-    """ASGI middleware giving every task in a JSON-RPC answer (0.3 or 1.x) the history `history(task)`, as a
-    server that ignores `historyLength` would: a flood of echo, or a million values of it."""
+class RewrittenTasks:
+    """ASGI middleware applying `rewrite` to every task of a JSON-RPC answer (0.3 or 1.x), as a server of
+    another make would write it: `echo(history)` gives each the history of a server that ignores
+    `historyLength` (a flood of echo, or a million values of it)."""
 
-    def __init__(self, app: ASGIApp, history: Callable[[dict[str, Any]], Any]) -> None:
+    def __init__(self, app: ASGIApp, rewrite: Callable[[dict[str, Any]], None]) -> None:
         self.app = app
-        self.history = history
-        self.echoed = 0
-        """Tasks given a history so far."""
+        self.rewrite = rewrite
+        self.rewritten = 0
+        """Tasks rewritten so far."""
+
+    @classmethod
+    def echo(cls, history: Any, made: list[RewrittenTasks]) -> Callable[[ASGIApp], ASGIApp]:
+        """A `wrap` for `serve_chunking_relay` giving every task `history`; `made` gets the middleware."""
+
+        def wrap(app: ASGIApp) -> ASGIApp:
+            made.append(cls(app, lambda task: task.__setitem__("history", history)))
+            return made[-1]
+
+        return wrap
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def rewrite(message: AsgiMessage) -> None:
@@ -170,8 +181,8 @@ class EchoedHistory:
                 result = answer.get("result") if isinstance(answer, dict) else None
                 task = result.get("task", result) if isinstance(result, dict) else None
                 if isinstance(task, dict) and "status" in task:
-                    task["history"] = self.history(task)
-                    self.echoed += 1
+                    self.rewrite(task)
+                    self.rewritten += 1
                     message["body"] = json.dumps(answer).encode()
             await send(message)
 
