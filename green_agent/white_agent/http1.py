@@ -18,7 +18,8 @@ more:
   is judged by the policy, and the connection is made to a judged address; TLS uses the URL's host name
   (SNI and certificate check); no proxies, no unix sockets;
 * a response is read in full into memory, never past `max_response_bytes`: status line, headers, trailers
-  and body, and every informational (1xx) response before it, all count;
+  and body, and every informational (1xx) response before it, all count; an event stream too (one turn's
+  answer: the agent's server ends it when the turn's task is done or waits for input), handed on whole;
 * identity bodies only: a Content-Encoding other than identity, in the headers or in the trailers, and a
   transfer coding other than chunked are refused (a compressed body could inflate without bound); trailers
   never reach the response's headers, so nothing can decode the body by them;

@@ -18,11 +18,12 @@ Where the check sits. a2a-sdk 1.3.0 reads every non-streaming reply in `send_htt
 (`JsonRpcTransport._send_request`, then `_check_jsonrpc_response`, which never compares ids), the 0.3 one
 (`CompatJsonRpcTransport._send_request`, then `JSONRPC20Response(**data)`, neither) and REST alike; our client
 sees the result as a `StreamResponse` in `Conversation._send_once` and as a `Task` in `_reply_from_task`
-(client.py; it does not stream). The check runs below both, in the transport, on the JSON that `json()` then
-returns (http1.py `_ParsedResponse`: the body is parsed once), so it can close the connection before anyone
-reuses it. The conversation names the trial around each SDK call (`expecting`); the SDK carries no per-call
-data down to the HTTP client, so a context variable does, and `DirectClient.build_request` (http1.py) picks it
-up together with the JSON-RPC id of the payload it is given.
+(client.py). The check runs below both, in the transport, on the JSON that `json()` then returns (http1.py
+`_ParsedResponse`: the body is parsed once), so it can close the connection before anyone reuses it; a
+streamed reply (`send_http_stream_request`) is read whole by the transport too, and checked the same way.
+The conversation names the trial around each SDK call (`expecting`); the SDK carries no per-call data down to
+the HTTP client, so a context variable does, and `DirectClient.build_request` (http1.py) picks it up together
+with the JSON-RPC id of the payload it is given.
 
 Before the check, the body is read by wire.py (the history a server echoes back and unread fields dropped,
 the agent's bounds counted without the echo); a stream of server-sent events is checked event by event (each

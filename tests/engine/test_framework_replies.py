@@ -15,9 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from a2a.types import AgentCard, AgentInterface
 
 from green_agent import AssessmentConfig, AssessmentReport, TaskSelection
 from green_agent.core.limits import AgentLimits
+from green_agent.white_agent.client import history_length_for
 from retail_domain import RetailData
 from tests.engine.conftest import Collector, run
 from tests.support.frameworks import (
@@ -177,3 +179,16 @@ async def test_a_field_the_client_reads_that_is_malformed_is_refused_naming_it_i
         assert result.termination_reason == "agent_error" and result.error is not None
         assert "\n" not in result.error, result.error
         assert "text" in result.error and "string" in result.error.lower(), result.error
+
+
+def test_the_history_asked_for_is_the_smallest_the_cards_protocol_version_honours() -> None:
+    def card(*versions: str) -> Any:
+        interfaces = [
+            AgentInterface(url="http://a/", protocol_binding="JSONRPC", protocol_version=v) for v in versions
+        ]
+        return AgentCard(name="a", supported_interfaces=interfaces)
+
+    assert history_length_for(card("1.0")) == 0
+    assert history_length_for(card("0.3.0")) == 1  # a2a-sdk 0.3 and @a2a-js/sdk 0.3 read 0 as "no limit"
+    assert history_length_for(card("0.3.0", "1.0")) == 0  # the SDK's client picks 1.0
+    assert history_length_for(card("")) == 0  # no version: the SDK speaks 1.x to it
