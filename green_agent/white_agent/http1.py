@@ -74,7 +74,7 @@ class Expectation(Protocol):
     def affinity(self) -> Hashable:
         """Requests with the same affinity may share a connection; others never do."""
 
-    def check(self, status: int, body: bytes, content_type: str, framing: int) -> Reading | None:
+    async def check(self, status: int, body: bytes, content_type: str, framing: int) -> Reading | None:
         """Raise `AgentProtocolError` when the reply is not the answer to the request, or past a bound; return
         how it was read (its JSON is handed to the SDK, so it is not parsed twice), or None to leave the body
         as it is. With an expectation, `check` applies the reply bounds, not the transport's `check_body`;
@@ -365,7 +365,7 @@ class AgentTransport(httpx.AsyncBaseTransport):
             if expectation is not None:
                 content_type = next((v for n, v in headers if n.lower() == b"content-type"), b"")
                 framing = connection.received - len(body)
-                reading = expectation.check(status, body, content_type.decode("latin-1"), framing)
+                reading = await expectation.check(status, body, content_type.decode("latin-1"), framing)
         except BaseException:
             connection.close()
             raise

@@ -91,15 +91,17 @@ class ReplyExpectation:
     def affinity(self) -> str:
         return self.trial.context_id
 
-    def check(self, status: int, body: bytes, content_type: str = "", framing: int = 0) -> Reading | None:
+    async def check(
+        self, status: int, body: bytes, content_type: str = "", framing: int = 0
+    ) -> Reading | None:
         if not 200 <= status < 300:
             return None  # the SDK reports the HTTP error; the transport closes the connection
         if "text/event-stream" in content_type:
-            events = read_sse(body, self.trial.limits, framing)
+            events = await read_sse(body, self.trial.limits, framing)
             for event in events:
                 self._check_reply(event)
             return Reading(content=encode_sse(events))
-        reply = read_json(body, self.trial.limits, framing)
+        reply = await read_json(body, self.trial.limits, framing)
         self._check_reply(reply)
         return Reading(parsed=reply)
 

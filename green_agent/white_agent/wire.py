@@ -23,13 +23,15 @@ Why here, below the SDK (the transport calls this through matching.py, on every 
   however finely it is chunked.
 
 Bodies within the agent's bounds (nearly all) are parsed once with `json.loads`, as before this module; only a
-body past them is split with msgspec first, to find out whether what is past them is an echo. Every step is
-linear in the body, and no Python loop here runs per byte or per value of the body, only per event and per
-part kept.
+body past them that holds a `"history"` key is split with msgspec first, to find out whether what is past them
+is an echo. Every step is linear in the body, and no Python loop here runs per byte or per value of the body,
+only per event and per part kept; each split of a large body is a loop callback of its own (the loop rule of
+client.py: ~2-3 ms per MiB each).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -61,15 +63,15 @@ class WireLimits:
 # -- one JSON document ------------------------------------------------------------------------------------
 
 
-def read_json(body: bytes, limits: WireLimits, framing: int = 0) -> Any:
+async def read_json(body: bytes, limits: WireLimits, framing: int = 0) -> Any:
     """The reply's JSON without echoed history and unread fields. Raises `AgentProtocolError` past a bound
     (counted without the echo; `framing` is the response's bytes around the body, which count too) or when
     the body is not JSON."""
-    (document,) = _read_documents(body, [body], 0, limits, framing)
+    (document,) = await _read_documents(body, [body], 0, limits, framing)
     return document
 
 
-def read_sse(body: bytes, limits: WireLimits, framing: int = 0) -> list[Any]:
+async def read_sse(body: bytes, limits: WireLimits, framing: int = 0) -> list[Any]:
     """The JSON of each event of a server-sent-events body, read as `read_json` reads one reply; the bounds
     count the whole body, plus one value per event. An `error` event, or an event that is not JSON, is an
     `AgentProtocolError`."""
@@ -78,7 +80,7 @@ def read_sse(body: bytes, limits: WireLimits, framing: int = 0) -> list[Any]:
     if fields > limits.max_reply_values:  # checked first: the loop below runs once per field line
         raise _too_many_values(limits)
     events = _sse_events(text)
-    return _read_documents(body, events, len(events), limits, framing)
+    return await _read_documents(body, events, len(events), limits, framing)
 
 
 _SSE_FIELD = re.compile(rb"^(data|event)(?::\x20?([^\n]*))?$", re.MULTILINE)
@@ -122,15 +124,19 @@ def encode_sse(documents: list[Any]) -> bytes:
 # -- bounds, echo, parse ----------------------------------------------------------------------------------
 
 
-def _read_documents(
+async def _read_documents(
     body: bytes, documents: list[bytes], events: int, limits: WireLimits, framing: int
 ) -> list[Any]:
     size, values = framing + len(body), reply_values(body) + events
     if size > limits.max_reply_bytes or values > limits.max_reply_values:
         # Past the agent's bounds: is what is past them an echo of our own messages? Counted without it.
-        stripped = [_without_history(d) for d in documents]
-        echo_bytes = sum(len(d) - len(s) for d, s in zip(documents, stripped, strict=True))
-        echo_values = sum(reply_values(d) - reply_values(s) for d, s in zip(documents, stripped, strict=True))
+        stripped = []
+        echo_bytes = echo_values = 0
+        for document in documents:
+            kept, echoed = await _without_history(document) if _HISTORY in document else (document, [])
+            stripped.append(kept)
+            echo_bytes += len(document) - len(kept)
+            echo_values += sum(reply_values(history) for history in echoed)
         size, values = size - echo_bytes, values - echo_values
         echo = f", not counting {echo_bytes} bytes of echoed task history" if echo_bytes else ""
         if size > limits.max_reply_bytes:
@@ -158,33 +164,41 @@ def _too_many_values(limits: WireLimits, echo: str = "") -> AgentProtocolError:
 
 
 _OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_HISTORY = b'"history"'
 _HOLDS_TASK = ("result", "task")
 """Where a task (the only object with a history) sits: JSON-RPC `result` (0.3, a polled task), `task` in
 it (1.x) or at the top (REST)."""
+_LARGE = 64 * 1024
+"""A split of more than this is a loop callback of its own."""
 
 
-def _without_history(document: bytes, depth: int = 0) -> bytes:
+async def _without_history(document: bytes, depth: int = 0) -> tuple[bytes, list[bytes]]:
     """`document` with every `history` member of the objects that may be tasks removed, re-assembled from the
-    untouched bytes of the other members; `document` itself when it holds none or is not a JSON object (its
-    bounds then count it whole). msgspec reads the members as raw spans: a history is skipped, never built."""
+    untouched bytes of the other members, and the histories removed; `document` itself when it holds none or
+    is not a JSON object (its bounds then count it whole). msgspec reads the members as raw spans: a history
+    is skipped, never built."""
+    if len(document) > _LARGE:
+        await asyncio.sleep(0)
     try:
         members = _OBJECT.decode(document)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return document
-    changed = members.pop("history", None) is not None
+        return document, []
+    history = members.pop("history", None)
+    echoed = [] if history is None else [bytes(memoryview(history))]
     if depth < 2:
         for key in _HOLDS_TASK:
             raw = members.get(key)
             if raw is not None:
                 inner = bytes(memoryview(raw))
-                stripped = _without_history(inner, depth + 1)
-                if stripped is not inner:
-                    members[key] = msgspec.Raw(stripped)
-                    changed = True
-    if not changed:
-        return document
+                if _HISTORY in inner:
+                    stripped, deeper = await _without_history(inner, depth + 1)
+                    if deeper:
+                        members[key] = msgspec.Raw(stripped)
+                        echoed += deeper
+    if not echoed:
+        return document, []
     kept = (json.dumps(k).encode() + b":" + bytes(memoryview(v)) for k, v in members.items())
-    return b"{" + b",".join(kept) + b"}"
+    return b"{" + b",".join(kept) + b"}", echoed
 
 
 # -- what the client reads --------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ JSON-RPC errors. End to end (real SDK client and server, both dialects): test_ho
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -22,7 +23,9 @@ def body(result: Any, rpc_id: Any = "r1", **extra: Any) -> bytes:
 
 
 def check(reply: bytes, *, task_id: str | None = None, polls: bool = False, rpc_id: Any = "r1") -> Any:
-    reading = ReplyExpectation(Trial(CONTEXT, task_id, polls_task=polls), rpc_id).check(200, reply)
+    reading = asyncio.run(
+        ReplyExpectation(Trial(CONTEXT, task_id, polls_task=polls), rpc_id).check(200, reply)
+    )
     assert reading is not None and reading.content is None
     return reading.parsed
 
@@ -117,10 +120,12 @@ def test_bodies_that_are_not_json_and_http_errors() -> None:
         check(b"{not json")
     roomy = ReplyExpectation(Trial(CONTEXT, limits=WireLimits(1 << 20, 1 << 20, 0)), "r1")
     with pytest.raises(AgentProtocolError, match="not JSON"):
-        roomy.check(200, b"[" * 100_000)  # deeper than the JSON parser goes: refused, not a RecursionError
+        asyncio.run(
+            roomy.check(200, b"[" * 100_000)
+        )  # deeper than the JSON parser goes: refused, not a RecursionError
     with pytest.raises(AgentProtocolError, match="more than 2048 JSON values"):
         check(b"[" * 100_000)  # within the default bounds it is not even parsed
-    assert ReplyExpectation(Trial(CONTEXT), "r1").check(500, b"Internal Server Error") is None
+    assert asyncio.run(ReplyExpectation(Trial(CONTEXT), "r1").check(500, b"Internal Server Error")) is None
 
 
 def test_requests_outside_a_trial_are_not_matched_and_a_trial_names_its_affinity() -> None:
@@ -144,7 +149,7 @@ ARTIFACT_1X = {"artifactUpdate": {"taskId": "t1", "contextId": CONTEXT, "artifac
 
 def test_each_event_of_a_stream_is_matched_and_the_stream_handed_on_re_encoded() -> None:
     expectation = ReplyExpectation(Trial(CONTEXT, "t1"), "r1")
-    reading = expectation.check(200, sse(TASK_03, ARTIFACT_1X, STATUS_03), "text/event-stream")
+    reading = asyncio.run(expectation.check(200, sse(TASK_03, ARTIFACT_1X, STATUS_03), "text/event-stream"))
     assert reading is not None and reading.parsed is None and reading.content is not None
     assert [json.loads(line[6:])["result"] for line in reading.content.split(b"\n\n")[:-1]] == [
         TASK_03,
@@ -157,6 +162,6 @@ def test_each_event_of_a_stream_is_matched_and_the_stream_handed_on_re_encoded()
         (_in(MESSAGE_03, contextId=OTHER), "message is in A2A context"),
     ):
         with pytest.raises(AgentProtocolError, match=error):
-            expectation.check(200, sse(TASK_03, stray), "text/event-stream")
+            asyncio.run(expectation.check(200, sse(TASK_03, stray), "text/event-stream"))
     with pytest.raises(AgentProtocolError, match="answers JSON-RPC request 'r0'"):
-        expectation.check(200, sse(TASK_03) + sse(STATUS_03, rpc_id="r0"), "text/event-stream")
+        asyncio.run(expectation.check(200, sse(TASK_03) + sse(STATUS_03, rpc_id="r0"), "text/event-stream"))

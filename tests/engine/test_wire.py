@@ -4,6 +4,7 @@ wrote. End to end, with real servers: test_framework_replies.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -13,11 +14,24 @@ from a2a.compat.v0_3 import conversions
 from a2a.compat.v0_3 import types as types_v03
 from a2a.types import SendMessageResponse, StreamResponse
 from a2a.utils.proto_utils import parse_lenient
+from hypothesis import HealthCheck, given, settings
 
 from green_agent.core.errors import AgentProtocolError
+from green_agent.reference_agents.hostile import HostileReply
 from green_agent.white_agent.wire import WireLimits, encode_sse, read_json, read_sse
+from tests.support.hostile_replies import echoed
 
 LIMITS = WireLimits()  # 128 KiB, 2,048 values, 1 MiB of echo
+
+
+def read(body: bytes, limits: WireLimits = LIMITS) -> Any:
+    return asyncio.run(read_json(body, limits))
+
+
+def read_events(body: bytes, limits: WireLimits = LIMITS) -> list[Any]:
+    return asyncio.run(read_sse(body, limits))
+
+
 ZONELESS = "2026-12-01T21:14:01.505735"
 
 
@@ -62,7 +76,7 @@ def test_fields_nobody_reads_are_dropped_so_the_sdk_parses_the_rest() -> None:
     with pytest.raises(Exception, match="timestamp"):  # what the SDK made of it before
         parse_lenient({"task": task_1x()}, SendMessageResponse())
 
-    reply = read_json(envelope({"task": task}), LIMITS)
+    reply = read(envelope({"task": task}), LIMITS)
     kept = reply["result"]["task"]
     assert kept == {
         "id": "t1",
@@ -81,7 +95,7 @@ def test_fields_nobody_reads_are_dropped_so_the_sdk_parses_the_rest() -> None:
 
 def test_the_metadata_of_a_message_is_kept_when_it_is_an_object() -> None:
     usage = {"tau2_usage": {"prompt_tokens": 3}}
-    reply = read_json(envelope({"message": message("hi", metadata=usage)}), LIMITS)
+    reply = read(envelope({"message": message("hi", metadata=usage)}), LIMITS)
     assert reply["result"]["message"]["metadata"] == usage
 
 
@@ -98,7 +112,7 @@ def test_a_03_task_with_a_zoneless_timestamp_and_its_history_reaches_the_sdk_wit
             {"artifactId": "a", "parts": [{"kind": "text", "text": "done"}, {"kind": "file", "file": {}}]}
         ],
     }
-    kept = read_json(envelope(task), LIMITS)["result"]
+    kept = read(envelope(task), LIMITS)["result"]
     assert "history" not in kept and "timestamp" not in kept["status"]
     assert kept["artifacts"] == [{"artifactId": "a", "parts": [{"kind": "text", "text": "done"}]}]
     core = conversions.to_core_task(types_v03.Task.model_validate(kept))
@@ -123,7 +137,7 @@ def test_stream_events_of_both_dialects_are_pruned_alike() -> None:
         }
     }
     body = b"data: " + envelope(update_03) + b"\n\ndata: " + envelope(status_1x) + b"\n\n"
-    first, second = read_sse(body, LIMITS)
+    first, second = read_events(body)
     assert first["result"] == {
         "kind": "artifact-update",
         "taskId": "t1",
@@ -151,16 +165,16 @@ def test_events_are_framed_as_the_sse_specification_frames_them() -> None:
         + b"data: "
         + two
     )
-    events = read_sse(body, LIMITS)  # the last event has no blank line after it: read all the same
+    events = read_events(body)  # the last event has no blank line after it: read all the same
     assert [e["result"]["message"]["parts"][0]["text"] for e in events] == ["one", "two"]
-    assert read_sse(encode_sse(events), LIMITS) == events
+    assert read_events(encode_sse(events), LIMITS) == events
 
 
 def test_an_error_event_or_an_event_that_is_not_json_is_refused_in_one_line() -> None:
     with pytest.raises(AgentProtocolError, match=r"stream sent an error event: \{\"code\": -32603\}"):
-        read_sse(b'event: error\ndata: {"code": -32603}\n\n', LIMITS)
+        read_events(b'event: error\ndata: {"code": -32603}\n\n', LIMITS)
     with pytest.raises(AgentProtocolError, match="an event of the agent's stream is not JSON"):
-        read_sse(b"data: {not json\n\n", LIMITS)
+        read_events(b"data: {not json\n\n", LIMITS)
 
 
 def test_each_event_counts_as_a_value_and_the_stream_as_one_reply() -> None:
@@ -168,11 +182,11 @@ def test_each_event_counts_as_a_value_and_the_stream_as_one_reply() -> None:
     event = b"data: " + envelope({"message": message("x")}) + b"\n\n"
     per_event = event.count(b"{") + event.count(b"[") + event.count(b",") + 1
     fits = 100 // per_event
-    assert len(read_sse(event * fits, limits)) == fits
+    assert len(read_events(event * fits, limits)) == fits
     with pytest.raises(AgentProtocolError, match="more than 100 JSON values"):
-        read_sse(event * (fits + 1), limits)
+        read_events(event * (fits + 1), limits)
     with pytest.raises(AgentProtocolError, match="more than 100 JSON values"):  # refused before framing
-        read_sse(b"data\n" * 101, limits)
+        read_events(b"data\n" * 101, limits)
 
 
 # -- echoes and bounds ---------------------------------------------------------------------------------
@@ -181,7 +195,7 @@ def test_each_event_counts_as_a_value_and_the_stream_as_one_reply() -> None:
 def test_an_echo_past_the_agents_bounds_is_not_counted_and_the_agents_own_bytes_are() -> None:
     echoed = envelope({"task": task_1x(history=history(300_000))})
     assert len(echoed) > LIMITS.max_reply_bytes
-    kept = read_json(echoed, LIMITS)["result"]["task"]
+    kept = read(echoed, LIMITS)["result"]["task"]
     assert "history" not in kept and kept["artifacts"][0]["artifactId"] == "a"
 
     own = task_1x(history=history(300_000))
@@ -190,20 +204,20 @@ def test_an_echo_past_the_agents_bounds_is_not_counted_and_the_agents_own_bytes_
         AgentProtocolError,
         match=r"than 131072 bytes \(max_reply_bytes\), not counting \d{6} bytes of echoed task history",
     ):
-        read_json(envelope({"task": own}), LIMITS)
+        read(envelope({"task": own}), LIMITS)
 
 
 def test_an_echo_in_each_event_of_a_stream_is_not_counted() -> None:
     event = b"data: " + envelope({"task": task_1x(history=history(40_000))}) + b"\n\n"
-    assert [e["result"]["task"]["id"] for e in read_sse(event * 5, LIMITS)] == ["t1"] * 5
+    assert [e["result"]["task"]["id"] for e in read_events(event * 5, LIMITS)] == ["t1"] * 5
 
 
 def test_a_body_past_the_bounds_that_is_not_strict_json_is_refused_by_the_bound() -> None:
     body = envelope({"message": message("x" * LIMITS.max_reply_bytes)}).replace(b'"x', b'NaN, "x', 1)
     with pytest.raises(AgentProtocolError, match=r"larger than 131072 bytes \(max_reply_bytes\)$"):
-        read_json(body, LIMITS)
+        read(body)
     small = b'{"jsonrpc": "2.0", "id": "r1", "result": {"message": {"parts": [{"data": {"a": NaN}}]}}}'
-    assert read_json(small, LIMITS)["result"]["message"]["parts"][0]["data"]["a"] != 0  # read as before
+    assert read(small, LIMITS)["result"]["message"]["parts"][0]["data"]["a"] != 0  # read as before
 
 
 def test_a_1_mb_echo_and_a_million_value_history_cost_milliseconds() -> None:
@@ -214,7 +228,23 @@ def test_a_1_mb_echo_and_a_million_value_history_cost_milliseconds() -> None:
     million = envelope({"task": task_1x(history=[[]] * 1_000_000)})
     for body in (flood, million):
         started = time.process_time()
-        kept = read_json(body, roomy)["result"]["task"]
+        kept = read(body, roomy)["result"]["task"]
         spent = time.process_time() - started
         assert "history" not in kept
         assert spent < 0.05, spent
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(echoed)
+def test_any_echo_a_hostile_server_sends_is_read_past_or_refused(reply: HostileReply) -> None:
+    body = reply.render("r1", "c")
+    if len(body) > LIMITS.max_response_bytes:
+        return  # the transport stops reading it (test_framework_replies.py)
+    try:
+        kept = read(body)
+    except AgentProtocolError as refused:
+        assert "max_reply" in str(refused) or "not JSON" in str(refused), refused
+        return
+    assert "history" not in kept["result"]["task"]
