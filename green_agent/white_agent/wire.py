@@ -15,7 +15,8 @@ Why here, below the SDK (the transport calls this through matching.py, on every 
   its ids, role, parts and metadata; of a part its text or data. Everything else is dropped before the
   SDK's parsers see it, so a field the score never depends on cannot fail a reply: status timestamps without
   a time zone (fasta2a 2.1 writes `2026-12-01T21:14:01.505735`, which the protobuf parser refuses), metadata
-  of tasks, artifacts and parts, extensions, file parts. The rest is the SDK's to judge.
+  of tasks, artifacts and parts, extensions, file parts; a message role or id the 0.3 parser would refuse is
+  set to one it accepts. The rest is the SDK's to judge.
 * Streams. A streaming agent's answer (`SendStreamingMessage`, `message/stream`) is a body of server-sent
   events, read whole by the transport within the same byte cap. Its events are framed here, each read as above
   (and matched to its request, matching.py), and handed to the SDK re-encoded. The bounds count the whole
@@ -259,6 +260,14 @@ def _message(message: dict[str, Any]) -> dict[str, Any]:
     kept = _keep(message, _MESSAGE)
     if not isinstance(kept.get("metadata", {}), dict):
         del kept["metadata"]  # read for the agent's usage, which is optional: malformed, it is not there
+    # Never read, but required by the 0.3 parser: a role it does not know, or a message id that is not a
+    # string, is set to what it would accept rather than fail the reply.
+    legacy = "kind" in kept
+    if kept.get("role") not in _ROLES:
+        kept["role"] = "agent" if legacy else "ROLE_AGENT"
+    if not isinstance(kept.get("messageId", kept.get("message_id")), str):
+        kept.pop("message_id", None)
+        kept["messageId"] = ""
     _parts(kept)
     return kept
 
@@ -302,6 +311,7 @@ def _artifact_update(update: dict[str, Any]) -> dict[str, Any]:
 
 # Both spellings the SDK's parsers accept (1.x protobuf JSON: camelCase or the field's name; 0.3: camelCase).
 _PART = frozenset({"kind", "text", "data"})
+_ROLES = frozenset({"agent", "user", "ROLE_AGENT", "ROLE_USER"})
 _MESSAGE = frozenset({"kind", "messageId", "message_id", "role", "parts", "metadata", *_IDS})
 _ARTIFACT = frozenset({"artifactId", "artifact_id", "parts"})
 _STATUS = frozenset({"state", "message"})

@@ -248,3 +248,13 @@ def test_any_echo_a_hostile_server_sends_is_read_past_or_refused(reply: HostileR
         assert "max_reply" in str(refused) or "not JSON" in str(refused), refused
         return
     assert "history" not in kept["result"]["task"]
+
+
+def test_a_role_or_message_id_nobody_reads_never_fails_a_reply() -> None:
+    odd = {"kind": "message", "role": "assistant", "parts": [{"kind": "text", "text": "hi"}]}
+    kept = read(envelope(odd))["result"]
+    assert (kept["role"], kept["messageId"]) == ("agent", "")
+    assert conversions.to_core_message(types_v03.Message.model_validate(kept)).parts[0].text == "hi"
+    kept = read(envelope({"message": message("hi", role=7, messageId=None)}))["result"]
+    assert (kept["message"]["role"], kept["message"]["messageId"]) == ("ROLE_AGENT", "")
+    assert parse_lenient(kept, SendMessageResponse()).message.parts[0].text == "hi"
