@@ -30,9 +30,9 @@ def check(reply: bytes, *, task_id: str | None = None, polls: bool = False, rpc_
     return reading.parsed
 
 
-MESSAGE_1X = {"message": {"messageId": "m", "contextId": CONTEXT, "parts": []}}
+MESSAGE_1X = {"message": {"messageId": "m", "contextId": CONTEXT, "role": "ROLE_AGENT", "parts": []}}
 TASK_1X = {"task": {"id": "t1", "contextId": CONTEXT, "status": {}}}
-MESSAGE_03 = {"kind": "message", "messageId": "m", "contextId": CONTEXT, "parts": []}
+MESSAGE_03 = {"kind": "message", "messageId": "m", "contextId": CONTEXT, "role": "agent", "parts": []}
 TASK_03 = {"kind": "task", "id": "t1", "contextId": CONTEXT}
 
 
