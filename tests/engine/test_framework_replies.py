@@ -192,3 +192,12 @@ def test_the_history_asked_for_is_the_smallest_the_cards_protocol_version_honour
     assert history_length_for(card("0.3.0")) == 1  # a2a-sdk 0.3 and @a2a-js/sdk 0.3 read 0 as "no limit"
     assert history_length_for(card("0.3.0", "1.0")) == 0  # the SDK's client picks 1.0
     assert history_length_for(card("")) == 0  # no version: the SDK speaks 1.x to it
+
+
+async def test_packaging_is_read_alike_in_every_domain(data: RetailData) -> None:
+    """Airline through the same chunked, streamed relay: the client knows nothing of domains."""
+    async with serve_chunking_relay(data, protocol_version="0.3", streaming=True) as url:
+        config = AssessmentConfig(agent_url=url, domain="airline", tasks=TaskSelection(num_tasks=4))
+        report, events = await run(data, config)
+    assert report.domain == "airline"
+    assert_like_the_oracle(report, events, 4)

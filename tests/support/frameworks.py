@@ -63,7 +63,8 @@ class OracleRelay:
             action = session.actions[session.next_action]
             session.next_action += 1
             return json.dumps({"name": action.name, "arguments": action.arguments})
-        return json.dumps({"name": "respond", "arguments": {"content": DONE_TEXT}})
+        closing = DONE_TEXT + "".join(f" {fact}." for fact in session.facts)  # as the oracle closes
+        return json.dumps({"name": "respond", "arguments": {"content": closing}})
 
 
 def chunks_of(text: str, count: int) -> list[str]:
