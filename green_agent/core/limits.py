@@ -59,7 +59,8 @@ class AgentLimits(BaseModel):
         ge=0,
         description="Bytes of task history a white agent's server may echo back with a reply, on top of "
         "max_reply_bytes: our own messages, never counted against the agent's bounds nor parsed (a2a-sdk 0.3 "
-        "echoes the whole conversation when asked for none). The default holds a 200-message conversation.",
+        "echoes the whole conversation when asked for none). The default is some 40 times our first message "
+        "(policy and tools: 26 KB in retail).",
     )
     max_json_depth: int = Field(
         default=32, ge=2, le=512, description="Nesting depth of JSON read from a reply and of tool arguments."
