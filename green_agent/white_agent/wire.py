@@ -112,7 +112,9 @@ def _dispatch(events: list[bytes], name: bytes, data: list[bytes]) -> None:
         return
     payload = b"\n".join(data)
     if name == b"error":
-        shown = payload[:200].decode("utf-8", "replace") + ("…" if len(payload) > 200 else "")
+        shown = " ".join(payload[:200].decode("utf-8", "replace").split()) + (
+            "…" if len(payload) > 200 else ""
+        )
         raise AgentProtocolError(f"the agent's stream sent an error event: {shown}")
     events.append(payload)
 
