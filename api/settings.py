@@ -665,6 +665,7 @@ class Settings(BaseSettings):
             default_user_model=self.default_user_model,
             judge=self._endpoint(judge) if judge else None,
             judge_from_key=judge_from_key,
+            data_dirs={"retail": self.data_dir} if self.data_dir is not None else {},
             providers=self.providers(),
             provider_models=self.provider_models,
             user_llm_max_tokens=self.user_llm_max_tokens,
