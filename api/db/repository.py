@@ -116,6 +116,8 @@ class AssessmentRecord:
     """The current attempt: 1 when created, one more with each retry."""
     agent_name: str | None = None
     """The name on the agent's card (cleaned and bounded), once the card was read."""
+    rerun_of: str | None = None
+    """The assessment whose failed tasks this one reruns, if it is such a rerun."""
 
     @property
     def finished(self) -> bool:
@@ -164,6 +166,8 @@ class NewAssessment:
     agent_headers: dict[str, str] = field(default_factory=dict, repr=False)
     lease: RunnerLease | None = None
     """SQLite: the process that will run it, claimed from the start (see `claim_unfinished`)."""
+    rerun_of: str | None = None
+    """The assessment whose failed tasks it reruns."""
 
 
 @dataclass(frozen=True)
@@ -319,6 +323,7 @@ def _record(row: AssessmentRow) -> AssessmentRecord:
         agent_headers=dict(row.agent_headers or {}),
         attempt=row.attempt,
         agent_name=row.agent_name,
+        rerun_of=row.rerun_of,
     )
 
 
@@ -571,6 +576,7 @@ class AssessmentRepository:
             updated_at=now,
             runner=new.lease.runner if new.lease is not None else None,
             lease_expires_at=new.lease.expires_at() if new.lease is not None else None,
+            rerun_of=new.rerun_of,
         )
         first = AttemptRow(
             assessment_id=row.id,
@@ -677,6 +683,46 @@ class AssessmentRepository:
                 )
             ).scalars()
             return [_record(r) for r in rows], total
+
+    async def reruns(
+        self, assessment_id: str, *, tenant: str | None = None, limit: int = 50
+    ) -> list[AssessmentRecord]:
+        """The reruns of this assessment's failed tasks (`rerun_of` it), oldest first; `tenant` None: all."""
+        conditions = [AssessmentRow.rerun_of == assessment_id]
+        if tenant is not None:
+            conditions.append(AssessmentRow.tenant == tenant)
+        async with self._session() as session:
+            rows = (
+                await session.execute(
+                    select(AssessmentRow)
+                    .where(*conditions)
+                    .order_by(AssessmentRow.created_at, AssessmentRow.id)
+                    .limit(limit)
+                )
+            ).scalars()
+            return [_record(r) for r in rows]
+
+    async def previous_of_agent(
+        self, record: AssessmentRecord, *, tenant: str | None = None
+    ) -> AssessmentRecord | None:
+        """The newest assessment of the same agent URL created before `record` (`tenant` None: anyone's)."""
+        conditions = [
+            AssessmentRow.agent_url == record.agent_url,
+            AssessmentRow.created_at <= record.created_at,
+            AssessmentRow.id != record.id,
+        ]
+        if tenant is not None:
+            conditions.append(AssessmentRow.tenant == tenant)
+        async with self._session() as session:
+            row = (
+                await session.execute(
+                    select(AssessmentRow)
+                    .where(*conditions)
+                    .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)
+                    .limit(1)
+                )
+            ).scalar_one_or_none()
+            return _record(row) if row is not None else None
 
     async def count_by_status(self) -> dict[str, int]:
         """How many assessments have each status (every status present, 0 when none)."""

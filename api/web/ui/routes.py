@@ -8,6 +8,7 @@ that allows only this service's own scripts and styles, so injected markup stays
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -19,20 +20,33 @@ from fastapi.templating import Jinja2Templates
 from sse_starlette import EventSourceResponse
 
 from api.db.keys import KeyRepository
-from api.db.repository import STATUSES, AssessmentRecord, trial_summary
+from api.db.repository import STATUSES, AssessmentRecord, RetryPlan, trial_summary
 from api.runtime.runtime import Runtime
-from api.runtime.service import AssessmentNotFound, retry_would_help
+from api.runtime.service import AssessmentNotFound, NothingToRetry, retry_would_help
 from api.runtime.tau2_interop import NotExportable, export_document
-from api.security.auth import UI_LOGIN_PATH, UI_PREFIX, UI_SESSION_COOKIE, principal_for_key
+from api.security.auth import UI_LOGIN_PATH, UI_PREFIX, UI_SESSION_COOKIE, Principal, principal_for_key
+from api.security.quotas import QuotaPolicy
+from api.web import actions
 from api.web.a2a.result import result_data
 from api.web.deps import RuntimeDep
 from api.web.schemas import AssessmentPublic
 from api.web.trial_view import diagnosed_trial
 from api.web.trials_csv import csv_response, trials_csv
 from api.web.ui import views
-from api.web.ui.access import request_principal, same_origin_form, submitted_key, visible_assessment
+from api.web.ui.access import (
+    csrf_token,
+    keep_csrf_cookie,
+    own_page_refusal,
+    read_form,
+    request_principal,
+    same_origin_form,
+    submitted_key,
+    visible_assessment,
+)
+from api.web.ui.forms import NewAssessmentForm, service_domains
 from api.web.ui.live import progress_stream
-from green_agent.config import AssessmentConfig, ConfigError
+from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError
+from green_agent.metrics import tasks_not_fully_solved
 from green_agent.uncertainty import format_p
 
 UI_DIR = Path(__file__).parent
@@ -105,10 +119,23 @@ templates = Jinja2Templates(env=_environment)
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
 
-def _page(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
-    return templates.TemplateResponse(
-        request, name, context, status_code=status_code, headers=dict(SECURITY_HEADERS)
+def _page(
+    request: Request,
+    name: str,
+    context: dict[str, Any],
+    status_code: int = 200,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    token = csrf_token(request)  # every form that changes something carries it (access.own_page_refusal)
+    response = templates.TemplateResponse(
+        request,
+        name,
+        {**context, "csrf_token": token},
+        status_code=status_code,
+        headers={**SECURITY_HEADERS, **(headers or {})},
     )
+    keep_csrf_cookie(request, response, token)
+    return response
 
 
 def _task_ids(runtime: Runtime, record: AssessmentRecord) -> list[str]:
@@ -172,16 +199,114 @@ def _kind(kind: str | None) -> str | None:
     return kind if kind in views.FAILURE_NAMES else None
 
 
+@router.get("/assessments/new")
+async def new_assessment_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+    return _new_assessment_form(request, runtime, request_principal(request), NewAssessmentForm())
+
+
+@router.post("/assessments/new")
+async def start_assessment(request: Request, runtime: RuntimeDep) -> Response:
+    """The form's POST: the path of `POST /assessments` (actions.start), then the new assessment's page."""
+    viewer = request_principal(request)
+    form = await read_form(request)
+    refusal = own_page_refusal(request, form)
+    if refusal is not None:
+        return _refused_page(request, viewer, refusal)
+    submitted = NewAssessmentForm.submitted(form)
+    config = submitted.config(runtime.engine.settings.default_user_model)
+    if config is None:
+        invalid = status.HTTP_422_UNPROCESSABLE_CONTENT
+        return _new_assessment_form(request, runtime, viewer, submitted, invalid)
+    try:
+        record, _ = await actions.start(
+            runtime.service, viewer, config, door="ui", idempotency_key=submitted.idempotency_key
+        )
+    except actions.Refused as refused:
+        submitted.refused(refused.field, refused.reason)
+        retry_after = {"Retry-After": str(refused.retry_after_s)} if refused.retry_after_s else None
+        return _new_assessment_form(request, runtime, viewer, submitted, refused.status, retry_after)
+    return RedirectResponse(f"/ui/assessments/{record.id}", status_code=status.HTTP_303_SEE_OTHER)
+
+
+def _new_assessment_form(
+    request: Request,
+    runtime: Runtime,
+    viewer: Principal,
+    form: NewAssessmentForm,
+    status_code: int = 200,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    settings = runtime.engine.settings
+    quota = QuotaPolicy.from_settings(runtime.settings).for_tenant(viewer.tenant)
+    return _page(
+        request,
+        "new.html",
+        {
+            "viewer": viewer,
+            "form": form,
+            "domains": service_domains(),
+            "splits": {name: len(ids) for name, ids in runtime.data.splits.items()},
+            "user_models": [SCRIPTED_USER, *settings.user_models],
+            "default_user_model": settings.default_user_model,
+            "judge": _judge_model(runtime),
+            "quota": quota,
+        },
+        status_code=status_code,
+        headers=headers,
+    )
+
+
+def _judge_model(runtime: Runtime) -> str | None:
+    """The NL-assertion judge this service uses now (None: none configured, NL assertions are not judged)."""
+    judge = runtime.engine.settings.judge
+    return judge.model if judge is not None else None
+
+
 @router.get("/assessments/{assessment_id}")
 async def assessment_page(
     request: Request, assessment_id: str, runtime: RuntimeDep, kind: str | None = None
 ) -> HTMLResponse:
     viewer = request_principal(request)
+    return await _assessment_view(request, runtime, viewer, assessment_id, kind=kind)
+
+
+async def _retry_plan(runtime: Runtime, record: AssessmentRecord) -> RetryPlan | None:
+    """What Retry would run and judge again, for a finished assessment that has something left to do."""
+    if not record.finished or not retry_would_help(record, judge_configured=runtime.engine.judge is not None):
+        return None
+    try:
+        return await runtime.service.plan_retry(record, source="ui")
+    except NothingToRetry:
+        return None
+
+
+async def _assessment_view(
+    request: Request,
+    runtime: Runtime,
+    viewer: Principal,
+    assessment_id: str,
+    *,
+    kind: str | None = None,
+    action_error: str | None = None,
+    status_code: int = 200,
+) -> HTMLResponse:
+    """The assessment's page; after a refused action (`action_error`), with the reason and the REST status."""
     record = await visible_assessment(runtime, viewer, assessment_id)
     summaries = await runtime.repository.trial_summaries(assessment_id)
-    rows = views.grid(_task_ids(runtime, record), int(record.config.get("trials", 1)), summaries)
+    task_ids = _task_ids(runtime, record)
+    trials = int(record.config.get("trials", 1))
+    rows = views.grid(task_ids, trials, summaries)
     kind = _kind(kind)
     report = record.report
+    tenant = viewer.tenant_filter
+    source = await runtime.repository.get(record.rerun_of, tenant=tenant) if record.rerun_of else None
+    previous = await runtime.repository.previous_of_agent(record, tenant=tenant) if report else None
+    choices: list[AssessmentRecord] = []
+    if report is not None:
+        recent, _ = await runtime.repository.page(tenant=tenant, limit=runtime.settings.ui_page_size)
+        choices = [r for r in recent if r.id != record.id]
+        if previous is not None and previous.id not in {r.id for r in choices}:
+            choices.append(previous)
     return _page(
         request,
         "assessment.html",
@@ -205,9 +330,16 @@ async def assessment_page(
             "live": not record.finished,
             "waiting": [] if record.finished else runtime.service.waiting_for(record.id),
             "attempts": await runtime.repository.attempts(record.id),
-            "retry_hint": record.finished
-            and retry_would_help(record, judge_configured=runtime.engine.judge is not None),
+            "action_error": action_error,
+            "retry_plan": await _retry_plan(runtime, record),
+            "judge": _judge_model(runtime),
+            "rerun_tasks": tasks_not_fully_solved(task_ids, summaries, trials) if record.finished else [],
+            "rerun_source": source,
+            "reruns": await runtime.repository.reruns(record.id, tenant=tenant),
+            "compare_choices": choices,
+            "previous": previous,
         },
+        status_code=status_code,
     )
 
 
@@ -363,6 +495,62 @@ async def leaderboard_page(
             "toggle_partial": "/ui/leaderboard" + ("" if partial else "?partial=true"),
         },
     )
+
+
+# -- actions: cancel, retry, rerun what failed ----------------------------------------------------------
+# Each is a POST from this service's own pages (access.own_page_refusal), done by api/web/actions.py exactly
+# as its REST route does it: the same tenancy (another tenant's assessment is "not found", 404), the same
+# refusals (their status and one-line reason, shown on the assessment's page) and the same log line.
+
+
+def _refused_page(request: Request, viewer: Principal, reason: str) -> HTMLResponse:
+    context = {"viewer": viewer, "title": "Refused", "message": reason}
+    return _page(request, "error.html", context, status_code=status.HTTP_403_FORBIDDEN)
+
+
+async def _act(
+    request: Request,
+    runtime: Runtime,
+    assessment_id: str,
+    action: Callable[[Principal], Awaitable[AssessmentRecord]],
+) -> Response:
+    viewer = request_principal(request)
+    refusal = own_page_refusal(request, await read_form(request))
+    if refusal is not None:
+        return _refused_page(request, viewer, refusal)
+    try:
+        record = await action(viewer)
+    except actions.Refused as refused:
+        return await _assessment_view(
+            request, runtime, viewer, assessment_id, action_error=refused.reason, status_code=refused.status
+        )
+    return RedirectResponse(f"/ui/assessments/{record.id}", status_code=status.HTTP_303_SEE_OTHER)
+
+
+@router.post("/assessments/{assessment_id}/cancel")
+async def cancel_assessment(request: Request, assessment_id: str, runtime: RuntimeDep) -> Response:
+    async def cancel(viewer: Principal) -> AssessmentRecord:
+        return await actions.cancel(runtime.service, viewer, assessment_id, door="ui")
+
+    return await _act(request, runtime, assessment_id, cancel)
+
+
+@router.post("/assessments/{assessment_id}/retry")
+async def retry_assessment(request: Request, assessment_id: str, runtime: RuntimeDep) -> Response:
+    async def retry(viewer: Principal) -> AssessmentRecord:
+        return await actions.retry(runtime.service, viewer, assessment_id, door="ui")
+
+    return await _act(request, runtime, assessment_id, retry)
+
+
+@router.post("/assessments/{assessment_id}/rerun-failed")
+async def rerun_failed(request: Request, assessment_id: str, runtime: RuntimeDep) -> Response:
+    """A new assessment of the failed tasks, with the source's config; its page opens."""
+
+    async def rerun(viewer: Principal) -> AssessmentRecord:
+        return await actions.rerun_failed(runtime.service, viewer, assessment_id, door="ui")
+
+    return await _act(request, runtime, assessment_id, rerun)
 
 
 # -- downloads and live progress --------------------------------------------------------------------------
