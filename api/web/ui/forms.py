@@ -61,7 +61,7 @@ class NewAssessmentForm:
     @classmethod
     def submitted(cls, form: dict[str, str]) -> NewAssessmentForm:
         defaults = _defaults()
-        values = {name: form.get(name, "").strip() for name in defaults}
+        values = {name: form.get(name, default).strip() for name, default in defaults.items()}
         key = form.get("idempotency_key", "").strip()
         submitted = cls(values=values)
         if key.startswith("ui-") and len(key) <= 64:

@@ -335,7 +335,9 @@ async def _assessment_view(
             "judge": _judge_model(runtime),
             "rerun_tasks": tasks_not_fully_solved(task_ids, summaries, trials) if record.finished else [],
             "rerun_source": source,
-            "reruns": await runtime.repository.reruns(record.id, tenant=tenant),
+            "reruns": await runtime.repository.reruns(
+                record.id, tenant=tenant, limit=runtime.settings.ui_page_size
+            ),
             "compare_choices": choices,
             "previous": previous,
         },

@@ -71,6 +71,7 @@ async def test_rerun_what_failed_then_compare(
     rerun = fixed.json()
     assert rerun["config"]["tasks"]["task_ids"] == ["1", "6"] and rerun["config"]["trials"] == 2
     assert rerun["agent_url"] == oracle_url.rstrip("/") and "agent_headers" not in rerun["config"]
+    assert rerun["rerun_of"] == same.json()["rerun_of"] == first["id"] and first["rerun_of"] is None
     assert any(f"assessment {first['id']} not solved in every trial" in w for w in rerun["warnings"])
     engine = create_engine(database_url)
     try:
