@@ -358,7 +358,7 @@ async def tenants(tmp_path_factory: pytest.TempPathFactory, ui_data: RetailData)
     database_url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('ui-actions-keys') / 'green_agent.db'}"
     async with (
         serve_executor(FlakyOracle(ui_data, failure_rate=0.5, salt="ui-actions")) as flaky_url,
-        serve_green(database_url) as url,
+        serve_green(database_url, tenant_quotas={"public": {"queued_trials": 1}}) as url,
     ):
         engine = create_engine(database_url)
         try:
@@ -451,7 +451,7 @@ async def test_the_admin_acts_on_every_tenants_assessment(browser: Browser, tena
         await page.context.close()
 
 
-async def test_a_private_address_is_refused_for_a_key_without_private_agents(
+async def test_a_private_address_and_a_full_quota_are_refused_as_rest_refuses_them(
     browser: Browser, tenants: Tenants
 ) -> None:
     page = await signed_in(browser, tenants, tenants.key_public)
@@ -468,6 +468,15 @@ async def test_a_private_address_is_refused_for_a_key_without_private_agents(
             assert (await answer.value).status == 422
             await expect(page.locator("#agent_url-error")).to_contain_text("agent_url is refused")
             await expect(page.locator("#agent_url-error")).to_contain_text("private")
+        # A quota (one trial waiting at most, for this tenant) is the REST 429, with its Retry-After.
+        await page.locator("#agent_url").fill("http://agent.example.com")
+        await page.locator("#task_ids").fill("0 1")
+        async with page.expect_response(re.compile("/ui/assessments/new$")) as answer:
+            await page.get_by_role("button", name="Start assessment").click()
+        response = await answer.value
+        assert response.status == 429 and response.headers["retry-after"] == "30"
+        await expect(page.locator("#form-error")).to_contain_text("adds 2 (limit 1); retry later")
+        assert await page.locator("#agent_url-error").count() == 0
         cookie = next(c for c in await page.context.cookies() if c["name"] == UI_SESSION_COOKIE)
         assert cookie["sameSite"] == "Strict"
     finally:

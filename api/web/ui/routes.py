@@ -134,7 +134,8 @@ def _page(
         status_code=status_code,
         headers={**SECURITY_HEADERS, **(headers or {})},
     )
-    keep_csrf_cookie(request, response, token)
+    if request.method == "GET":  # a page the browser opened; a form's answer never sets a cookie
+        keep_csrf_cookie(request, response, token)
     return response
 
 
@@ -223,9 +224,17 @@ async def start_assessment(request: Request, runtime: RuntimeDep) -> Response:
         )
     except actions.Refused as refused:
         submitted.refused(refused.field, refused.reason)
-        retry_after = {"Retry-After": str(refused.retry_after_s)} if refused.retry_after_s else None
-        return _new_assessment_form(request, runtime, viewer, submitted, refused.status, retry_after)
+        return _new_assessment_form(
+            request, runtime, viewer, submitted, refused.status, _retry_after(refused)
+        )
     return RedirectResponse(f"/ui/assessments/{record.id}", status_code=status.HTTP_303_SEE_OTHER)
+
+
+def _retry_after(refused: actions.Refused | None) -> dict[str, str] | None:
+    """A 429's Retry-After header, as the REST route sends it."""
+    if refused is None or refused.retry_after_s is None:
+        return None
+    return {"Retry-After": str(refused.retry_after_s)}
 
 
 def _new_assessment_form(
@@ -287,10 +296,9 @@ async def _assessment_view(
     assessment_id: str,
     *,
     kind: str | None = None,
-    action_error: str | None = None,
-    status_code: int = 200,
+    refused: actions.Refused | None = None,
 ) -> HTMLResponse:
-    """The assessment's page; after a refused action (`action_error`), with the reason and the REST status."""
+    """The assessment's page; after a refused action, with its reason, the REST status and Retry-After."""
     record = await visible_assessment(runtime, viewer, assessment_id)
     summaries = await runtime.repository.trial_summaries(assessment_id)
     task_ids = _task_ids(runtime, record)
@@ -330,7 +338,7 @@ async def _assessment_view(
             "live": not record.finished,
             "waiting": [] if record.finished else runtime.service.waiting_for(record.id),
             "attempts": await runtime.repository.attempts(record.id),
-            "action_error": action_error,
+            "action_error": refused.reason if refused is not None else None,
             "retry_plan": await _retry_plan(runtime, record),
             "judge": _judge_model(runtime),
             "rerun_tasks": tasks_not_fully_solved(task_ids, summaries, trials) if record.finished else [],
@@ -341,7 +349,8 @@ async def _assessment_view(
             "compare_choices": choices,
             "previous": previous,
         },
-        status_code=status_code,
+        status_code=refused.status if refused is not None else status.HTTP_200_OK,
+        headers=_retry_after(refused),
     )
 
 
@@ -523,9 +532,7 @@ async def _act(
     try:
         record = await action(viewer)
     except actions.Refused as refused:
-        return await _assessment_view(
-            request, runtime, viewer, assessment_id, action_error=refused.reason, status_code=refused.status
-        )
+        return await _assessment_view(request, runtime, viewer, assessment_id, refused=refused)
     return RedirectResponse(f"/ui/assessments/{record.id}", status_code=status.HTTP_303_SEE_OTHER)
 
 
