@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from green_agent.limits import AgentLimits
-from green_agent.usage import ModelPrice
+from green_agent.core.limits import AgentLimits
+from green_agent.core.usage import ModelPrice
 from green_agent.white_agent.egress import url_problem
 
 SCRIPTED_USER = "scripted"

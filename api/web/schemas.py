@@ -9,8 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from api.db.repository import AssessmentRecord, Attempt, TrialSummary
-from green_agent.failures import kinds
-from green_agent.models import AssessmentReport
+from green_agent.core.models import AssessmentReport
+from green_agent.scoring.failures import kinds
 
 MAX_OFFSET = 2**31 - 1
 """Largest offset (and trial number) a request may give: what a 32-bit integer column holds on every

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from green_agent.errors import AgentEgressError
+from green_agent.core.errors import AgentEgressError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

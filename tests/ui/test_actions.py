@@ -26,6 +26,7 @@ from api.db.engine import create_engine
 from api.db.keys import KeyRepository
 from api.security.auth import UI_SESSION_COOKIE
 from api.web.ui.access import CSRF_COOKIE
+from green_agent.domains import domain_names
 from green_agent.reference_agents import serve_app, serve_reference_agent
 from retail_domain import RetailData
 from tests.api.servers import poll, serve_green
@@ -96,7 +97,7 @@ async def fill_form(
 
 async def test_start_the_oracle_from_the_form_and_watch_it_complete(page: Page, green: OpenService) -> None:
     await fill_form(page, green.oracle_url, "0, 1 5", trials=2)
-    await expect(page.locator("#domain option")).to_have_text(["retail"])
+    await expect(page.locator("#domain option")).to_have_text(list(domain_names()))
     await expect(page.locator("#user_model")).to_have_value("scripted")
     await expect(page.locator("#judge")).to_contain_text("none configured")
     await page.get_by_role("button", name="Start assessment").click()
@@ -327,6 +328,11 @@ async def test_a_refusal_reads_as_the_rest_one_and_both_are_logged(
         assert f'id="action-error" role="alert">{reason}</p>' in ui.text.replace("&#39;", "'")
         retry = await client.post(f"/ui/assessments/{finished}/retry", data={"csrf_token": token})
         assert retry.status_code == 409 and "nothing left to retry" in retry.text
+        unknown_domain = {"csrf_token": token, "agent_url": green.oracle_url, "domain": "nope"}
+        refused = await client.post("/ui/assessments/new", data=unknown_domain)
+        assert refused.status_code == 422
+        assert "unknown domain &#39;nope&#39;; this service runs" in refused.text
+        assert 'id="domain-error"' in refused.text
         missing = "00000000-0000-0000-0000-000000000000"
         assert (
             await client.post(f"/ui/assessments/{missing}/rerun-failed", data={"csrf_token": token})

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from green_agent.config import AssessmentConfig
+from green_agent.domains import DEFAULT_DOMAIN, UnknownDomainError, check_domain
 
 FIELDS = ("agent_url", "domain", "tasks", "trials", "concurrency", "user_model")
 """The form's fields, in page order; an error about anything else is shown above the form."""
@@ -23,17 +24,11 @@ FIELDS = ("agent_url", "domain", "tasks", "trials", "concurrency", "user_model")
 _ID_SEPARATORS = re.compile(r"[\s,]+")
 
 
-def service_domains() -> tuple[str, ...]:
-    """The domains this service runs. Until the domain registry lands (green_agent.domains.domain_names), the
-    one domain the engine has."""
-    return ("retail",)
-
-
 def _defaults() -> dict[str, str]:
     fields = AssessmentConfig.model_fields
     return {
         "agent_url": "",
-        "domain": service_domains()[0],
+        "domain": DEFAULT_DOMAIN,
         "split": "base",
         "num_tasks": "",
         "task_ids": "",
@@ -71,11 +66,10 @@ class NewAssessmentForm:
     def config(self, default_user_model: str) -> AssessmentConfig | None:
         """The AssessmentConfig the form asks for, or None with `errors` saying what to change."""
         values = self.values
-        if values["domain"] not in service_domains():
-            self.errors["domain"] = (
-                f"this service does not run the domain {values['domain'][:40]!r}; "
-                f"pick one of: {', '.join(service_domains())}"
-            )
+        try:
+            check_domain(values["domain"])
+        except UnknownDomainError as exc:
+            self.errors["domain"] = str(exc)
         tasks: dict[str, Any] = {"split": values["split"] or "base"}
         if values["task_ids"]:
             tasks["task_ids"] = [t for t in _ID_SEPARATORS.split(values["task_ids"]) if t]
@@ -88,6 +82,8 @@ class NewAssessmentForm:
             "concurrency": values["concurrency"] or None,
             "user_model": values["user_model"] or default_user_model,
         }
+        if "domain" in AssessmentConfig.model_fields:  # once the config names its domain (domain seam)
+            body["domain"] = values["domain"]
         try:
             config = AssessmentConfig.model_validate({k: v for k, v in body.items() if v is not None})
         except ValidationError as exc:

@@ -43,11 +43,12 @@ from api.web.ui.access import (
     submitted_key,
     visible_assessment,
 )
-from api.web.ui.forms import NewAssessmentForm, service_domains
+from api.web.ui.forms import NewAssessmentForm
 from api.web.ui.live import progress_stream
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError
-from green_agent.metrics import tasks_not_fully_solved
-from green_agent.uncertainty import format_p
+from green_agent.domains import domain_names
+from green_agent.scoring.metrics import tasks_not_fully_solved
+from green_agent.scoring.uncertainty import format_p
 
 UI_DIR = Path(__file__).parent
 STATIC_DIR = UI_DIR / "static"
@@ -253,7 +254,7 @@ def _new_assessment_form(
         {
             "viewer": viewer,
             "form": form,
-            "domains": service_domains(),
+            "domains": domain_names(),
             "splits": {name: len(ids) for name, ids in runtime.data.splits.items()},
             "user_models": [SCRIPTED_USER, *settings.user_models],
             "default_user_model": settings.default_user_model,
