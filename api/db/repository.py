@@ -125,6 +125,17 @@ class AssessmentRecord:
 
 
 @dataclass(frozen=True)
+class AssessmentLabel:
+    """What names an assessment in a list to pick from: id, agent, status and when it was created."""
+
+    id: str
+    agent_url: str
+    agent_name: str | None
+    status: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
 class Attempt:
     """One attempt of an assessment: its first run, or a retry (what it set out to do, and how it ended)."""
 
@@ -684,45 +695,43 @@ class AssessmentRepository:
             ).scalars()
             return [_record(r) for r in rows], total
 
-    async def reruns(
-        self, assessment_id: str, *, tenant: str | None = None, limit: int = 50
-    ) -> list[AssessmentRecord]:
-        """The reruns of this assessment's failed tasks (`rerun_of` it), oldest first; `tenant` None: all."""
-        conditions = [AssessmentRow.rerun_of == assessment_id]
+    async def labels(
+        self,
+        *,
+        tenant: str | None = None,
+        rerun_of: str | None = None,
+        before: AssessmentRecord | None = None,
+        limit: int = 50,
+    ) -> list[AssessmentLabel]:
+        """What names assessments in a list to pick from (no report or config is read), newest first:
+        `tenant`'s (None: anyone's); with `rerun_of`, the reruns of that assessment's failed tasks; with
+        `before`, those of its agent URL created before it (the newest first is "the previous one")."""
+        conditions: list[ColumnElement[bool]] = []
         if tenant is not None:
             conditions.append(AssessmentRow.tenant == tenant)
+        if rerun_of is not None:
+            conditions.append(AssessmentRow.rerun_of == rerun_of)
+        if before is not None:
+            conditions += [
+                AssessmentRow.agent_url == before.agent_url,
+                AssessmentRow.created_at <= before.created_at,
+                AssessmentRow.id != before.id,
+            ]
+        columns = (
+            AssessmentRow.id,
+            AssessmentRow.agent_url,
+            AssessmentRow.agent_name,
+            AssessmentRow.status,
+            AssessmentRow.created_at,
+        )
         async with self._session() as session:
-            rows = (
-                await session.execute(
-                    select(AssessmentRow)
-                    .where(*conditions)
-                    .order_by(AssessmentRow.created_at, AssessmentRow.id)
-                    .limit(limit)
-                )
-            ).scalars()
-            return [_record(r) for r in rows]
-
-    async def previous_of_agent(
-        self, record: AssessmentRecord, *, tenant: str | None = None
-    ) -> AssessmentRecord | None:
-        """The newest assessment of the same agent URL created before `record` (`tenant` None: anyone's)."""
-        conditions = [
-            AssessmentRow.agent_url == record.agent_url,
-            AssessmentRow.created_at <= record.created_at,
-            AssessmentRow.id != record.id,
-        ]
-        if tenant is not None:
-            conditions.append(AssessmentRow.tenant == tenant)
-        async with self._session() as session:
-            row = (
-                await session.execute(
-                    select(AssessmentRow)
-                    .where(*conditions)
-                    .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)
-                    .limit(1)
-                )
-            ).scalar_one_or_none()
-            return _record(row) if row is not None else None
+            rows = await session.execute(
+                select(*columns)
+                .where(*conditions)
+                .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)
+                .limit(limit)
+            )
+            return [AssessmentLabel(*row) for row in rows]
 
     async def count_by_status(self) -> dict[str, int]:
         """How many assessments have each status (every status present, 0 when none)."""

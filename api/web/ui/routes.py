@@ -20,7 +20,7 @@ from fastapi.templating import Jinja2Templates
 from sse_starlette import EventSourceResponse
 
 from api.db.keys import KeyRepository
-from api.db.repository import STATUSES, AssessmentRecord, RetryPlan, trial_summary
+from api.db.repository import STATUSES, AssessmentLabel, AssessmentRecord, RetryPlan, trial_summary
 from api.runtime.runtime import Runtime
 from api.runtime.service import AssessmentNotFound, NothingToRetry, retry_would_help
 from api.runtime.tau2_interop import NotExportable, export_document
@@ -309,12 +309,14 @@ async def _assessment_view(
     report = record.report
     tenant = viewer.tenant_filter
     source = await runtime.repository.get(record.rerun_of, tenant=tenant) if record.rerun_of else None
-    previous = await runtime.repository.previous_of_agent(record, tenant=tenant) if report else None
-    choices: list[AssessmentRecord] = []
-    if report is not None:
-        recent, _ = await runtime.repository.page(tenant=tenant, limit=runtime.settings.ui_page_size)
-        choices = [r for r in recent if r.id != record.id]
-        if previous is not None and previous.id not in {r.id for r in choices}:
+    size = runtime.settings.ui_page_size
+    choices: list[AssessmentLabel] = []
+    previous = None
+    if report is not None:  # something to compare: the viewer's newest, and this agent's previous one
+        before = await runtime.repository.labels(tenant=tenant, before=record, limit=1)
+        previous = before[0] if before else None
+        choices = [c for c in await runtime.repository.labels(tenant=tenant, limit=size) if c.id != record.id]
+        if previous is not None and previous.id not in {c.id for c in choices}:
             choices.append(previous)
     return _page(
         request,
@@ -344,9 +346,7 @@ async def _assessment_view(
             "judge": _judge_model(runtime),
             "rerun_tasks": tasks_not_fully_solved(task_ids, summaries, trials) if record.finished else [],
             "rerun_source": source,
-            "reruns": await runtime.repository.reruns(
-                record.id, tenant=tenant, limit=runtime.settings.ui_page_size
-            ),
+            "reruns": await runtime.repository.labels(tenant=tenant, rerun_of=record.id, limit=size),
             "compare_choices": choices,
             "previous": previous,
         },
