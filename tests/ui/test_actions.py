@@ -238,6 +238,33 @@ async def test_the_form_and_the_actions_fit_a_phone(
         await context.close()
 
 
+async def test_the_forms_work_without_javascript(browser: Browser, green: OpenService) -> None:
+    """Plain POST and redirect: with scripts off, start a slow run, cancel it and retry it; only the live
+    progress needs the script (here the page is reloaded instead)."""
+    context = await browser.new_context(base_url=green.url, java_script_enabled=False)
+    try:
+        page = await context.new_page()
+        await page.goto("/ui/assessments/new")
+        await page.locator("#agent_url").fill(green.slow_url)
+        await page.locator("#task_ids").fill(" ".join(SLOW_TASKS))
+        await page.locator("#concurrency").fill("1")
+        await page.get_by_role("button", name="Start assessment").click()
+        await expect(page).to_have_url(re.compile(r"/ui/assessments/[0-9a-f-]{36}$"))
+        assessment_id = assessment_id_of(page)
+        await page.get_by_role("button", name="Cancel").click()
+        await expect(page.locator(f'[data-status-for="{assessment_id}"]')).to_have_text("cancelled")
+        await page.get_by_role("button", name="Retry").click()
+        await expect(page).to_have_url(re.compile(f"/ui/assessments/{assessment_id}$"))
+        async with httpx.AsyncClient(base_url=green.url, timeout=30) as client:
+            path = f"/assessments/{assessment_id}"
+            await poll(client, path, lambda body: body["status"] == "completed", timeout_s=60)
+        await page.reload()
+        await expect(page.locator(f'[data-status-for="{assessment_id}"]')).to_have_text("completed")
+        await expect(page.locator("#attempts tbody tr")).to_have_count(2)
+    finally:
+        await context.close()
+
+
 async def test_a_cross_origin_form_is_refused(page: Page, green: OpenService) -> None:
     """Another site's page posting the form (auto-submitted, as a CSRF attack does) starts nothing, though
     the browser visited the service first and holds its form-token cookie."""
