@@ -71,8 +71,8 @@ def _who(principal: Principal, door: Door) -> str:
     return f"tenant {principal.tenant!r} ({key}{', admin' if principal.admin else ''}) via {door}"
 
 
-def _refused(action: str, target: str, principal: Principal, door: Door, exc: Exception) -> None:
-    logger.info("%s of %s refused for %s: %s", action, target, _who(principal, door), exc)
+def _refused(action: str, target: str, principal: Principal, door: Door, reason: object) -> None:
+    logger.info("%s of %s refused for %s: %s", action, target, _who(principal, door), reason)
 
 
 async def start(
@@ -130,7 +130,7 @@ async def cancel(
             f"assessment {assessment_id} is already {before.status}; only queued or running "
             "assessments can be cancelled"
         )
-        _refused("cancel", assessment_id, principal, door, Exception(reason))
+        _refused("cancel", assessment_id, principal, door, reason)
         raise Refused(status.HTTP_409_CONFLICT, reason)
     record = await service.cancel(before.id)
     logger.info("assessment %s cancelled by %s", record.id, _who(principal, door))
