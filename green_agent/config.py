@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from green_agent.core.limits import AgentLimits
 from green_agent.core.usage import ModelPrice
+from green_agent.domains import DEFAULT_DOMAIN, check_domain, domain_names
 from green_agent.white_agent.egress import url_problem
 
 SCRIPTED_USER = "scripted"
@@ -123,6 +124,11 @@ class EngineSettings(BaseModel):
         default_factory=dict, description="User-simulator models an assessment may name, by name."
     )
     default_user_model: str = Field(default=SCRIPTED_USER, description="User model when a config names none.")
+    data_dirs: dict[str, Path] = Field(
+        default_factory=dict,
+        description="A directory of upstream data files per domain name (default: each domain's environment "
+        "variable, else its installed files).",
+    )
     judge: LLMEndpoint | None = Field(
         default=None, description="NL-assertion judge; None = assertions not judged."
     )
@@ -302,7 +308,13 @@ class TaskSelection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    split: Literal["base", "train", "test"] = "base"
+    split: str = Field(
+        default="base",
+        max_length=40,
+        pattern=r"^[a-z0-9_]+$",
+        description="A split of the domain's split file (every domain has 'base'; retail and airline add "
+        "'train' and 'test', telecom 'small' and 'full').",
+    )
     task_ids: list[str] | None = Field(
         default=None, max_length=MAX_TASK_IDS, description="Explicit task ids (tasks.json ids)."
     )
@@ -342,6 +354,11 @@ class AssessmentConfig(BaseModel):
     agent_url: str = Field(
         max_length=MAX_URL_CHARS,
         description="Base URL of the white agent (its agent card is fetched from there).",
+    )
+    domain: str = Field(
+        default=DEFAULT_DOMAIN,
+        max_length=40,
+        description=f"The tau2 domain to assess on: one of {', '.join(domain_names())}.",
     )
     tasks: TaskSelection = Field(default_factory=TaskSelection)
     trials: int = Field(
@@ -385,6 +402,11 @@ class AssessmentConfig(BaseModel):
         if problem is not None:
             raise ValueError(f"agent_url is refused: {problem}")
         return value.rstrip("/")
+
+    @field_validator("domain")
+    @classmethod
+    def _known_domain(cls, value: str) -> str:
+        return check_domain(value)
 
     @field_validator("agent_headers")
     @classmethod

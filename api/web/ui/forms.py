@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from green_agent.config import AssessmentConfig
-from green_agent.domains import DEFAULT_DOMAIN, UnknownDomainError, check_domain
+from green_agent.domains import DEFAULT_DOMAIN
 
 FIELDS = ("agent_url", "domain", "tasks", "trials", "concurrency", "user_model")
 """The form's fields, in page order; an error about anything else is shown above the form."""
@@ -66,10 +66,6 @@ class NewAssessmentForm:
     def config(self, default_user_model: str) -> AssessmentConfig | None:
         """The AssessmentConfig the form asks for, or None with `errors` saying what to change."""
         values = self.values
-        try:
-            check_domain(values["domain"])
-        except UnknownDomainError as exc:
-            self.errors["domain"] = str(exc)
         tasks: dict[str, Any] = {"split": values["split"] or "base"}
         if values["task_ids"]:
             tasks["task_ids"] = [t for t in _ID_SEPARATORS.split(values["task_ids"]) if t]
@@ -77,13 +73,12 @@ class NewAssessmentForm:
             tasks["num_tasks"] = values["num_tasks"]
         body: dict[str, Any] = {
             "agent_url": values["agent_url"],
+            "domain": values["domain"],
             "tasks": tasks,
             "trials": values["trials"] or None,
             "concurrency": values["concurrency"] or None,
             "user_model": values["user_model"] or default_user_model,
         }
-        if "domain" in AssessmentConfig.model_fields:  # once the config names its domain (domain seam)
-            body["domain"] = values["domain"]
         try:
             config = AssessmentConfig.model_validate({k: v for k, v in body.items() if v is not None})
         except ValidationError as exc:
