@@ -279,10 +279,15 @@ async def _new_assessment_form(
     )
 
 
-def _judge_model(runtime: Runtime) -> str | None:
-    """The NL-assertion judge this service uses now (None: none configured, NL assertions are not judged)."""
-    judge = runtime.engine.settings.judge
-    return judge.model if judge is not None else None
+def _judge_model(runtime: Runtime, record: AssessmentRecord | None = None) -> str | None:
+    """The NL-assertion judge a new assessment gets, or (`record`) the one this assessment's retry would use:
+    its own `judge_model`, else the service's. None: no judge (NL assertions are not judged)."""
+    try:
+        name = AssessmentConfig.model_validate(record.config).judge_model if record is not None else None
+        endpoint = runtime.engine.settings.judge_endpoint(name)
+    except (ValueError, ConfigError):  # a stored config today's settings no longer accept
+        return None
+    return endpoint.model if endpoint is not None else None
 
 
 @router.get("/assessments/{assessment_id}")
@@ -295,7 +300,8 @@ async def assessment_page(
 
 async def _retry_plan(runtime: Runtime, record: AssessmentRecord) -> RetryPlan | None:
     """What Retry would run and judge again, for a finished assessment that has something left to do."""
-    if not record.finished or not retry_would_help(record, judge_configured=runtime.engine.judge is not None):
+    judged = _judge_model(runtime, record) is not None
+    if not record.finished or not retry_would_help(record, judge_configured=judged):
         return None
     try:
         return await runtime.service.plan_retry(record, source="ui")
@@ -356,7 +362,7 @@ async def _assessment_view(
             "attempts": await runtime.repository.attempts(record.id),
             "action_error": refused.reason if refused is not None else None,
             "retry_plan": await _retry_plan(runtime, record),
-            "judge": _judge_model(runtime),
+            "judge": _judge_model(runtime, record),
             "rerun_tasks": tasks_not_fully_solved(task_ids, summaries, trials) if record.finished else [],
             "rerun_source": source,
             "reruns": await runtime.repository.labels(tenant=tenant, rerun_of=record.id, limit=size),
