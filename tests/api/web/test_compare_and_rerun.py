@@ -120,7 +120,7 @@ async def test_rerun_what_failed_then_compare(
     [
         ({"trials": 0}, "greater than or equal to 1"),
         ({"tasks": {"task_ids": ["1"]}}, "Extra inputs"),
-        ({"user_model": "gpt-x"}, "use one the operator configured"),
+        ({"user_model": "gpt-x"}, "is not offered here"),
         ({"agent_url": "ftp://agent"}, "http:// or https://"),
     ],
 )
