@@ -41,7 +41,8 @@ async def export_source(runtime: Runtime, assessment_id: str, agent_model: str |
     trials = await runtime.repository.trial_results(assessment_id)
     run = record.report.run_info
     config = AssessmentConfig.model_validate(record.config)
-    guidelines = runtime.engine.user_guidelines(await runtime.engine.load_domain(config.domain))
+    domain = await runtime.engine.load_domain(config.domain)
+    guidelines = runtime.engine.user_guidelines(domain)
     same_guidelines = run is not None and run.user_guidelines_sha256 == _sha256(guidelines)
     return ExportSource(
         assessment_id=record.id,
@@ -51,6 +52,7 @@ async def export_source(runtime: Runtime, assessment_id: str, agent_model: str |
         report=record.report,
         trials=trials,
         user_guidelines=guidelines if same_guidelines else None,
+        customer_has_tools=bool(domain.user_tool_schemas),
         agent_model=agent_model,
     )
 

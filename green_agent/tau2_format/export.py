@@ -56,6 +56,9 @@ class ExportSource:
     """The simulator guidelines text, only when it is known to be the one the assessment used."""
     agent_model: str | None = None
     """The agent's model as its owner declares it (submissions); None = unknown."""
+    customer_has_tools: bool = False
+    """The domain gives the customer tools of its own (telecom, mock): its standard guidelines are then
+    upstream's simulation_guidelines_tools.md."""
 
 
 def simulation_id(assessment_id: str, task_id: str, trial: int) -> str:

@@ -22,6 +22,9 @@ from green_agent.tau2_format.export import TAU2_VERSION, ExportSource
 
 UPSTREAM_GUIDELINES_SHA256 = "740a29dfa64d7bc08eea3bf7493575b914a63f744acbaf7f199ee07eddaf72d3"
 """sha256 of tau2-bench's data/tau2/user_simulator/simulation_guidelines.md (same in v1.0.0, v1.0.1)."""
+UPSTREAM_TOOLS_GUIDELINES_SHA256 = "cbf3d8a4d8642fd04e559862f1afef55d7dd4e6a7e727ca49e239023c599de0c"
+"""sha256 of tau2-bench's simulation_guidelines_tools.md: the guidelines of a customer who has tools (telecom,
+mock; v1.0.1)."""
 
 RETAIL_TASKS = 114
 LEADERBOARD_TRIALS = 4
@@ -84,7 +87,8 @@ def build_submission(source: ExportSource, submitter: Submitter, *, today: date)
         )
     run = report.run_info
     guidelines_sha = run.user_guidelines_sha256 if run else None
-    modified = guidelines_sha != UPSTREAM_GUIDELINES_SHA256
+    standard = UPSTREAM_TOOLS_GUIDELINES_SHA256 if source.customer_has_tools else UPSTREAM_GUIDELINES_SHA256
+    modified = guidelines_sha != standard
     if modified:
         notices.append(
             "the user-simulator guidelines in use are not byte-identical to tau2's: marked modified_prompts "
@@ -151,7 +155,7 @@ def build_submission(source: ExportSource, submitter: Submitter, *, today: date)
                 "omitted_questions": omitted,
                 "details": (
                     f"user-simulator guidelines sha256 {guidelines_sha or 'none (scripted user)'}; "
-                    f"tau2's is {UPSTREAM_GUIDELINES_SHA256}"
+                    f"tau2's is {standard}"
                 ),
             },
         },

@@ -8,6 +8,7 @@ actions, in step with the oracle."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -347,3 +348,24 @@ async def test_the_oracle_and_the_scripted_customer_get_upstreams_gold_run_rewar
         report, events = await run(mock, AssessmentConfig(agent_url=url, domain="mock"))
     rewards = {r.task_id: r.reward for r in events.results}
     assert rewards == {**GOLD_RUN_REWARD, "update_task_with_initialization_data": 1.0}
+
+
+async def test_the_operators_guidelines_for_a_customer_with_tools_are_used_and_fingerprinted(
+    mock: MockData, tmp_path: Path
+) -> None:
+    """GREEN_AGENT_USER_GUIDELINES_TOOLS_FILE replaces the built-in guidelines of a customer who has tools
+    (what an operator does with upstream's simulation_guidelines_tools.md); the report names its sha256."""
+    guidelines = tmp_path / "simulation_guidelines_tools.md"
+    guidelines.write_text("Play the customer; use your tools when asked.\n")
+    async with (
+        serve_fake_llm(inbox_customer(USER_TOOLS_TASK)) as fake,
+        serve_executor(OracleExecutor(mock)) as url,
+    ):
+        settings = customer_settings(fake, user_guidelines_tools_file=guidelines)
+        report, _ = await run(
+            mock, AssessmentConfig(agent_url=url, domain="mock", tasks=one(USER_TOOLS_TASK)), **settings
+        )
+    system = fake.requests[0]["messages"][0]["content"]
+    assert system.startswith("Play the customer; use your tools when asked.\n\n\n<scenario>\n")
+    assert report.run_info is not None
+    assert report.run_info.user_guidelines_sha256 == hashlib.sha256(guidelines.read_bytes()).hexdigest()

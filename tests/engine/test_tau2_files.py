@@ -4,6 +4,7 @@ so DB x COMMUNICATE) and the v1.0.x shape (DB x NL_ASSERTION), and the submissio
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from datetime import UTC, date, datetime
 from typing import Any
@@ -20,6 +21,7 @@ from green_agent.tau2_format.submission import (
     TAU2_MAX_ERRORS,
     TAU2_MAX_STEPS,
     UPSTREAM_GUIDELINES_SHA256,
+    UPSTREAM_TOOLS_GUIDELINES_SHA256,
     SubmissionRefused,
     Submitter,
     build_submission,
@@ -323,6 +325,25 @@ def test_a_refused_submission_names_a_judge_only_when_none_was_configured() -> N
     with pytest.raises(SubmissionRefused, match="configure a judge") as without_judge:
         _build(_report(excluded={"infrastructure_error": 0, "not_judged": 40}))
     assert "LLM endpoints" not in str(without_judge.value)
+
+
+def test_a_customer_with_tools_is_standard_with_tau2s_guidelines_for_a_customer_with_tools() -> None:
+    """In a domain where the customer has tools (telecom, mock) tau2's customer follows
+    simulation_guidelines_tools.md: the operator who supplies that file keeps a standard submission; the
+    plain guidelines there are modified prompts, and the other way round."""
+
+    def verification(sha: str, customer_has_tools: bool) -> Any:
+        run = RunInfo(user_model_name="gpt", user_model="gpt-5.2", user_guidelines_sha256=sha)
+        source = dataclasses.replace(_source(_report(run_info=run)), customer_has_tools=customer_has_tools)
+        submitter = Submitter(model_name="m", model_organization="o", submitting_organization="o", email="e")
+        return build_submission(source, submitter, today=date(2026, 1, 3)).document["methodology"][
+            "verification"
+        ]
+
+    tools = verification(UPSTREAM_TOOLS_GUIDELINES_SHA256, True)
+    assert tools["modified_prompts"] is False and UPSTREAM_TOOLS_GUIDELINES_SHA256 in tools["details"]
+    assert verification(UPSTREAM_GUIDELINES_SHA256, True)["modified_prompts"] is True
+    assert verification(UPSTREAM_TOOLS_GUIDELINES_SHA256, False)["modified_prompts"] is True
 
 
 def test_submission_notes_are_separate_sentences() -> None:
