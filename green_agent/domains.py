@@ -18,6 +18,7 @@ from domain_kit.protocols import DomainData
 DOMAIN_PACKAGES: dict[str, str] = {
     "retail": "retail_domain",
     "airline": "airline_domain",
+    "telecom": "telecom_domain",
     "mock": "mock_domain",
 }
 """Domain name -> its package, in the order the service lists them."""

@@ -22,6 +22,7 @@ from domain_kit import GoldAction
 from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection, TrialResult
 from green_agent.conversation.user_simulator import SCRIPTED_DONE, SCRIPTED_OPENING
 from green_agent.core.limits import AgentLimits
+from green_agent.domains import load_domain
 from green_agent.reference_agents import serve_reference_agent
 from green_agent.reference_agents.oracle import DONE_TEXT, HANDOVER_TEXT, OracleExecutor
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts
@@ -369,3 +370,22 @@ async def test_the_operators_guidelines_for_a_customer_with_tools_are_used_and_f
     assert system.startswith("Play the customer; use your tools when asked.\n\n\n<scenario>\n")
     assert report.run_info is not None
     assert report.run_info.user_guidelines_sha256 == hashlib.sha256(guidelines.read_bytes()).hexdigest()
+
+
+async def test_the_oracle_and_the_scripted_customer_solve_every_base_telecom_task() -> None:
+    """Upstream's evaluator gives the gold trajectory reward 1 on all 114 base telecom tasks; the oracle and
+    the scripted customer replay it, each party making its own gold calls in the gold order."""
+    telecom = load_domain("telecom")
+    async with serve_reference_agent("oracle", data=telecom) as url:
+        report, events = await run(telecom, AssessmentConfig(agent_url=url, domain="telecom", concurrency=16))
+    assert report.trials_total == 114 and report.complete
+    assert {r.task_id: r.reward for r in events.results} == dict.fromkeys(telecom.split("base"), 1.0)
+    for result in events.results:
+        made = [(m.role, c.name) for m in result.transcript for c in m.tool_calls or ()]
+        gold = [
+            ("user" if a.requestor == "user" else "assistant", a.name)
+            for a in telecom.task(result.task_id).gold_actions
+        ]
+        assert made == gold, result.task_id
+        customer_results = [m for m in result.transcript if m.role == "tool" and m.requestor == "user"]
+        assert len(customer_results) == sum(1 for role, _ in gold if role == "user")
