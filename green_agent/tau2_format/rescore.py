@@ -38,7 +38,7 @@ def domain_to_rescore(document: Any, asked: str | None) -> str:
     named = file_domain(document)
     if named is not None and asked is not None and named != asked:
         raise InvalidResultsFile(
-            f"the file is a {named} results file (info.environment_info.domain_name), not {asked}; "
+            f"the file holds {named} results (its info.environment_info.domain_name), not {asked}; "
             "leave --domain out or name its domain"
         )
     return named or asked or DEFAULT_DOMAIN
@@ -144,7 +144,7 @@ async def rescore_document(document: Any, data: DomainData, judge: Judge | None 
         raise InvalidResultsFile("not a tau2 results file: expected an object with a 'simulations' list")
     named = file_domain(document)
     if named is not None and named != data.name:
-        raise InvalidResultsFile(f"the file is a {named} results file; it cannot be re-scored in {data.name}")
+        raise InvalidResultsFile(f"the file holds {named} results; it cannot be re-scored in {data.name}")
     try:
         file_tasks = [parse_task(raw) for raw in document.get("tasks") or ()]
     except (KeyError, TypeError, AttributeError, ValueError) as exc:

@@ -234,7 +234,7 @@ async def test_an_airline_file_is_scored_db_times_communicate_in_airline(
     assert [r.communicate_agrees for r in rows[:2]] == [True, True]
     assert report.totals.replay_mismatches == 0 and report.totals.db_agree == 4
 
-    with pytest.raises(InvalidResultsFile, match="airline results file; it cannot be re-scored in retail"):
+    with pytest.raises(InvalidResultsFile, match="holds airline results; it cannot be re-scored in retail"):
         await rescore_document(document, data)
     with pytest.raises(InvalidResultsFile, match="not retail"):
         domain_to_rescore(document, "retail")
