@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from domain_kit import DomainData
-from green_agent import AssessmentConfig, LLMEndpoint
+from green_agent import AssessmentConfig, Engine, EngineSettings, LLMEndpoint
+from green_agent.config import ProviderEndpoint, UserLLMArgs
 from green_agent.core.models import AssessmentReport, RunInfo
 from green_agent.domains import load_domain
 from green_agent.llm.client import ChatLLM, RetryPolicy
@@ -513,6 +514,44 @@ def test_one_submission_carries_retail_and_airline(data: RetailData, airline: Do
     partial = DomainRun(_source(_airline_report(excluded={"infrastructure_error": 2}), "airline"), airline)
     with pytest.raises(SubmissionRefused, match=r"assessment a-airline \(airline\): the report is partial"):
         build_submission([runs[0], partial], SUBMITTER, today=date(2026, 1, 3))
+
+
+@pytest.mark.parametrize("route", ["operator", "request"])
+async def test_the_documented_settings_give_the_standard_protocol(data: RetailData, route: str) -> None:
+    """docs/tau2-leaderboard.md: the customer as the operator offers it or as a request names it on the
+    OpenAI key, the judge, 4 trials. What the engine records for such a run names no difference; the
+    guidelines are tau2's file, which the project does not ship, so their fingerprint is set as that file's
+    would be."""
+    low = {"reasoning_effort": "low", "temperature": None}
+    judge = LLMEndpoint(model="gpt-4.1-2025-04-14")
+    if route == "operator":
+        settings = EngineSettings(
+            user_models={"gpt-5.2": LLMEndpoint(model="gpt-5.2", extra_args=low)}, judge=judge
+        )
+        config = AssessmentConfig(agent_url="http://agent", user_model="gpt-5.2", trials=4)
+    else:
+        key = ProviderEndpoint(api_key="not-used", env_var="OPENAI_API_KEY")
+        settings = EngineSettings(providers={"openai": key}, judge=judge)
+        config = AssessmentConfig(
+            agent_url="http://agent", user_model="openai/gpt-5.2", user_llm_args=UserLLMArgs(**low), trials=4
+        )
+    async with Engine(settings, data) as engine:
+        run_info = engine.run_info(config)
+    assert (run_info.user_model, run_info.judge_model) == ("gpt-5.2", "gpt-4.1-2025-04-14")
+    run_info = run_info.model_copy(update={"user_guidelines_sha256": UPSTREAM_GUIDELINES_SHA256})
+    submission = _build(_report(run_info=run_info), data)
+    assert submission.notices == [] and submission.document["submission_type"] == "standard"
+    if (
+        route == "request"
+    ):  # without "temperature": null the customer is sent temperature 0; the standard runs sent none
+        del low["temperature"]
+        async with Engine(settings, data) as engine:
+            warm = engine.run_info(config.model_copy(update={"user_llm_args": UserLLMArgs(**low)}))
+        warm = warm.model_copy(update={"user_guidelines_sha256": UPSTREAM_GUIDELINES_SHA256})
+        assert _build(_report(run_info=warm), data).notices == [
+            'customer arguments {"reasoning_effort": "low", "temperature": 0.0} (standard: '
+            '{"reasoning_effort": "low"})'
+        ]
 
 
 def test_a_refused_submission_names_a_judge_only_when_none_was_configured(data: RetailData) -> None:
