@@ -14,11 +14,20 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
 from green_agent.limits import AgentLimits
+from green_agent.one_line import unshowable_reason
 from green_agent.usage import ModelPrice
 from green_agent.white_agent.egress import url_problem
 
@@ -44,6 +53,33 @@ def unstorable_reason(text: str) -> str | None:
         except UnicodeEncodeError:
             return "contains a lone surrogate (an unpaired \\ud800-\\udfff escape)"
     return None
+
+
+def agent_url_problem(url: str) -> str | None:
+    """Why `url` cannot be an agent URL, in one line, or None: the one check every door applies (REST, the
+    A2A request, `green-agent run --agent-url`, the web UI's form), here through `AssessmentConfig`.
+    Whether this requester's egress rule lets the service connect there is decided later, by the service
+    (`AssessmentService.create`, and each retry)."""
+    reason = unstorable_reason(url)
+    if reason:
+        return f"agent_url {reason}"
+    problem = url_problem(url)  # characters, scheme, host, credentials
+    if problem is not None:
+        return f"agent_url is refused: {problem}"
+    return None
+
+
+def one_line(value: str) -> str:
+    """`value`, a name someone outside chose (a task id, a model name, an A2A participant), if it can be
+    logged and shown as it is; otherwise ValueError saying why (a 422 over REST, a rejected A2A task)."""
+    reason = unstorable_reason(value) or unshowable_reason(value)
+    if reason:
+        raise ValueError(reason)
+    return value
+
+
+OneLine = Annotated[str, AfterValidator(one_line)]
+"""A requester's string that is logged or shown: no NUL, lone surrogate, control, format or bidi character."""
 
 
 def _quote(value: str, limit: int = 120) -> str:
@@ -296,7 +332,7 @@ class TaskSelection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     split: Literal["base", "train", "test"] = "base"
-    task_ids: list[str] | None = Field(
+    task_ids: list[OneLine] | None = Field(
         default=None, max_length=MAX_TASK_IDS, description="Explicit task ids (tasks.json ids)."
     )
     num_tasks: int | None = Field(default=None, ge=1, description="Run only the first N tasks of the split.")
@@ -350,7 +386,7 @@ class AssessmentConfig(BaseModel):
     dialect: Literal["auto", "text", "structured"] = Field(
         default="auto", description="White-agent dialect; auto = structured if the agent card declares it."
     )
-    user_model: str | None = Field(
+    user_model: OneLine | None = Field(
         default=None, description="A user model the operator configured, or 'scripted'."
     )
     seed: int = Field(
@@ -371,12 +407,9 @@ class AssessmentConfig(BaseModel):
     @classmethod
     def _http_url(cls, value: str) -> str:
         value = value.strip()
-        reason = unstorable_reason(value)
-        if reason:
-            raise ValueError(f"agent_url {reason}")
-        problem = url_problem(value)
+        problem = agent_url_problem(value)
         if problem is not None:
-            raise ValueError(f"agent_url is refused: {problem}")
+            raise ValueError(problem)
         return value.rstrip("/")
 
     @field_validator("agent_headers")

@@ -139,12 +139,14 @@ class Attempt:
 @dataclass(frozen=True)
 class RetryPlan:
     """What a retry does in the same assessment: the trials it runs (excluded as infrastructure errors, or
-    never run) and the stored trials it judges again (their judge failed or was missing)."""
+    never run) and the stored trials it judges again (their judge failed or was missing), and the egress rule
+    of whoever asked for it (`allow_private_agents`), which the assessment runs under from now on."""
 
     run: tuple[tuple[str, int], ...]
     judge: tuple[tuple[str, int], ...]
     reason: str
     source: str
+    allow_private_agents: bool
 
 
 @dataclass(frozen=True)
@@ -898,10 +900,10 @@ class AssessmentRepository:
         self, assessment_id: str, plan: RetryPlan, *, lease: RunnerLease | None = None
     ) -> AssessmentRecord | None:
         """Start the next attempt of a finished assessment, in one transaction: back to `queued` (report and
-        error cleared), the trials `plan.run` names deleted (the queue then runs them as never run), those
-        `plan.judge` names marked to be judged again, the progress count set to what stays done, and the
-        attempt recorded. None when the assessment is not finished (it runs, or another retry just started
-        it: only one wins). `lease`: SQLite, the process that will run it."""
+        error cleared, the retry's egress rule stored), the trials `plan.run` names deleted (the queue then
+        runs them as never run), those `plan.judge` names marked to be judged again, the progress count set
+        to what stays done, and the attempt recorded. None when the assessment is not finished (it runs, or
+        another retry just started it: only one wins). `lease`: SQLite, the process that will run it."""
         now = _now()
         async with self._writing(), self._session() as session, session.begin():
             moved = await session.execute(
@@ -914,6 +916,7 @@ class AssessmentRepository:
                     finished_at=None,
                     updated_at=now,
                     attempt=AssessmentRow.attempt + 1,
+                    allow_private_agents=plan.allow_private_agents,
                     runner=lease.runner if lease is not None else None,
                     lease_expires_at=lease.expires_at() if lease is not None else None,
                 )

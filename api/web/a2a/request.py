@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from api.settings import default_of
 from api.web import strict_json
 from api.web.strict_json import preview
-from green_agent.config import MAX_TASK_IDS, AssessmentConfig, TaskSelection
+from green_agent.config import MAX_TASK_IDS, AssessmentConfig, OneLine, TaskSelection
 
 EXPECTED = (
     'Send one text part holding JSON: {"participants": {"agent": "<white agent URL>"}, '
@@ -34,19 +34,20 @@ class AgentBeatsConfig(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    domain: str
-    task_ids: list[str] | None = Field(default=None, max_length=MAX_TASK_IDS)
+    # Every string is the requester's and may be quoted back, stored or logged: one line of plain text each.
+    domain: OneLine
+    task_ids: list[OneLine] | None = Field(default=None, max_length=MAX_TASK_IDS)
     num_tasks: int | None = Field(default=None, ge=1)
     num_trials: int = Field(default=1, ge=1, le=32)
     max_steps: int | None = Field(default=None, ge=1, le=10_000)
     """None: 200, or the customer model's own max_steps (the operator's setting)."""
     max_errors: int | None = Field(default=None, ge=1, le=10_000)
-    user_llm: str | None = None
+    user_llm: OneLine | None = None
     shard_index: int | None = Field(default=None, ge=0)
     num_shards: int | None = Field(default=None, ge=1)
     max_concurrent: int | None = Field(default=None, ge=1, le=512)
-    split: str | None = None
-    dialect: str | None = None
+    split: OneLine | None = None
+    dialect: OneLine | None = None
     agent_headers: dict[str, str] | None = Field(
         default=None,
         description="Headers for the white agent (its credentials); never shown or stored in the task.",
@@ -87,7 +88,7 @@ class AgentBeatsConfig(BaseModel):
 class AgentBeatsRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    participants: dict[str, str]
+    participants: dict[OneLine, OneLine]
     config: AgentBeatsConfig
 
     @field_validator("participants")

@@ -23,14 +23,14 @@ from api.web.schemas import (
     RerunOverrides,
 )
 from api.web.trials_csv import csv_response, trials_csv
-from green_agent.config import AssessmentConfig, ConfigError
+from green_agent.config import AssessmentConfig, ConfigError, OneLine
 from green_agent.uncertainty import Comparison
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])
 
 StatusFilter = Literal["queued", "running", "completed", "failed", "cancelled"]
 IdempotencyKey = Annotated[
-    str | None,
+    OneLine | None,
     Header(
         alias="Idempotency-Key",
         min_length=1,
@@ -141,6 +141,10 @@ async def _public(service: AssessmentService, record: AssessmentRecord) -> Asses
     responses={
         **NOT_FOUND,
         409: {"description": "The assessment is running, or has nothing left to do (the reason says which)."},
+        422: {
+            "description": "The caller may not run it now: its agent URL is refused by the caller's egress "
+            "rule, or it is larger than the caller's quota allows."
+        },
         429: {"description": "A quota is full; retry after Retry-After seconds."},
     },
 )
@@ -150,11 +154,14 @@ async def retry_assessment(
     """In the same assessment: every trial excluded as an infrastructure error or never run (cancelled,
     failed midway, its process killed) runs again, and every stored trial excluded for want of a verdict is
     judged again without running its conversation (when a judge is configured now). Scored trials are kept
-    and never run twice; the report is computed again at the end; `attempts` keeps the history."""
+    and never run twice; the report is computed again at the end; `attempts` keeps the history. The retry
+    runs under the caller's key as it is now (its egress rule, its tenant's quotas), not the creator's."""
     try:
-        record = await service.retry(assessment_id, source="rest", tenant=principal.tenant_filter)
+        record = await service.retry(assessment_id, source="rest", caller=principal)
     except NothingToRetry as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    except ConfigError as exc:
+        raise unprocessable(["path", "assessment_id"], str(exc)) from None
     except QuotaExceeded as exc:
         raise too_many(exc) from None
     response.headers["Location"] = f"/assessments/{record.id}"
@@ -295,9 +302,7 @@ async def rerun_failed(
             assessment_id,
             overrides.overrides() if overrides is not None else None,
             source="rest",
-            tenant=principal.tenant_filter,
-            owner=principal.tenant,
-            allow_private_agents=principal.allow_private_agents,
+            caller=principal,
         )
     except NothingToRerun as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
