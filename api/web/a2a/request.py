@@ -18,6 +18,7 @@ from api.settings import default_of
 from api.web import strict_json
 from api.web.strict_json import preview
 from green_agent.config import MAX_TASK_IDS, AssessmentConfig, OneLine, TaskSelection
+from green_agent.one_line import escape_line
 
 EXPECTED = (
     'Send one text part holding JSON: {"participants": {"agent": "<white agent URL>"}, '
@@ -141,7 +142,8 @@ def shard(task_ids: list[str], index: int, count: int) -> list[str]:
 def _describe(error: ValidationError) -> str:
     parts = []
     for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "request"
+        # A location may name one of the requester's keys: escaped, as the message is shown as text.
+        where = escape_line(".".join(str(p) for p in item["loc"])) or "request"
         parts.append(f"{where}: {item['msg'].removeprefix('Value error, ')}")
     return "; ".join(parts)
 
