@@ -24,8 +24,8 @@ from sqlalchemy.engine import make_url
 
 from api.db.engine import DB_MAX_OVERFLOW, DB_POOL_SIZE, PING_AFTER_IDLE_S, SQLITE_CACHE_KIB
 from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint, ProviderLimits
-from green_agent.limits import AgentLimits
-from green_agent.usage import ModelPrice
+from green_agent.core.limits import AgentLimits
+from green_agent.core.usage import ModelPrice
 from green_agent.white_agent.egress import EgressPolicy, parse_destinations
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./green_agent.db"
@@ -39,7 +39,7 @@ def _engine_default(name: str) -> Any:
 
 
 def _limit(name: str) -> Any:
-    """One bound on the white agent, with the engine's default and description (green_agent/limits.py)."""
+    """One bound on the white agent, with the engine's default and description (core/limits.py)."""
     field = AgentLimits.model_fields[name]
     bounds = {key: getattr(m, key) for m in field.metadata for key in ("ge", "le") if hasattr(m, key)}
     return Field(default=field.default, description=field.description, **bounds)

@@ -22,7 +22,7 @@ import aiohttp
 import httpx
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from green_agent.errors import AgentProtocolError
+from green_agent.core.errors import AgentProtocolError
 from green_agent.white_agent.egress import EgressConnector
 from green_agent.white_agent.http1 import BodyCheck, TransportLimits
 

@@ -1,4 +1,4 @@
-"""What a tau2 retail conversation weighs against `max_agent_text_bytes_per_trial` (green_agent/limits.py).
+"""What a tau2 retail conversation weighs against `max_agent_text_bytes_per_trial` (core/limits.py).
 
 Counted as the orchestrator counts it: the agent's messages (text, and tool calls as id + name + compact JSON
 arguments) and the tool results it asked for, in UTF-8 bytes; the customer's messages are shown apart. Two
@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from green_agent.limits import AgentLimits, message_bytes, utf8_size
+from green_agent.core.limits import AgentLimits, message_bytes, utf8_size
 from retail_domain import load_retail_data
 
 

@@ -1,4 +1,4 @@
-"""What classifying a failed trial costs (green_agent/failures.py), from a vendor's ordinary failure to a
+"""What classifying a failed trial costs (green_agent.scoring.failures), from an ordinary failure to a
 hostile flood of tool calls (200 steps x 16 calls, the default bounds), against tau2's ACTION check, which
 scoring already runs over the same calls.
 
@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.tables import print_table
-from green_agent.failures import classify_trial, trial_calls_with_results
-from green_agent.models import SIGNAL_DB, Signal, ToolCallRecord, TranscriptMessage, TrialResult
-from retail_domain import RetailData, Task, ToolCall, check_actions, load_retail_data
+from green_agent.core.models import SIGNAL_DB, Signal, ToolCallRecord, TranscriptMessage, TrialResult
+from green_agent.scoring.failures import classify_trial, trial_calls_with_results
+from retail_domain import WRITE_TOOLS, RetailData, Task, ToolCall, check_actions, load_retail_data
 
 Call = tuple[str, dict[str, Any], bool]
 
@@ -103,7 +103,7 @@ def main() -> int:
                 name,
                 len(calls),
                 f"{median_ms(lambda: classify_trial(task, result, gold_failed=gold_failed)):.2f}",  # noqa: B023
-                f"{median_ms(lambda: check_actions(task.gold_actions, tool_calls)):.2f}",  # noqa: B023
+                f"{median_ms(lambda: check_actions(task.gold_actions, tool_calls, WRITE_TOOLS)):.2f}",  # noqa: B023
                 len(failures),
             ]
         )

@@ -44,8 +44,8 @@ from bench.procstats import mib, peak_rss_bytes, reset_peak_rss, rss_bytes
 from bench.tables import print_table
 from bench.white_agent import white_agent_process
 from green_agent import AssessmentConfig, TaskSelection, TrialResult
-from green_agent.limits import AgentLimits, message_bytes
-from green_agent.models import ToolCallRecord, TranscriptMessage, utcnow
+from green_agent.core.limits import AgentLimits, message_bytes
+from green_agent.core.models import ToolCallRecord, TranscriptMessage, utcnow
 from green_agent.reference_agents.hostile import worst_cases
 from retail_domain import load_retail_data
 

@@ -13,7 +13,7 @@ import statistics
 
 import httpx
 
-from green_agent.local_llm import LocalLLMSettings, model_path, start_server
+from green_agent.llm.local import LocalLLMSettings, model_path, start_server
 
 PROMPT = [
     {"role": "system", "content": "You are a customer of an online store. Order #W2378156 arrived broken."},

@@ -12,7 +12,7 @@ Runs:
 * `told`: the operator configured the key's limits (`requests_per_minute=300`, `max_in_flight=6`);
 * `untold`: no limits configured, the gate learns them from the 429s (AIMD);
 * `outage`: `told`, and the provider answers 503 for `--outage-s` (120) seconds from 5 s into the run;
-* `gate`: no assessment: the CPU one request costs at the gate (`green_agent/llm_gate.py`), 50 at once;
+* `gate`: no assessment: the CPU one request costs at the gate (`green_agent/llm/gate.py`), 50 at once;
 * `shared`: no assessment: two worker processes (`tests/support/provider_client.py`), each told the key's
   whole limit and not knowing of the other, send `--shared-requests` (150) requests each through the same key:
   wall time against the key's bound, 429s, and how far apart the two finish (fairness).
@@ -44,7 +44,7 @@ from bench.harness import engine_settings, fresh_database, green_agent_service
 from bench.tables import print_table
 from bench.white_agent import white_agent_process
 from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection
-from green_agent.llm_gate import EndpointGate, EndpointLimits
+from green_agent.llm.gate import EndpointGate, EndpointLimits
 from retail_domain import load_retail_data
 
 RATE_PER_S = 5

@@ -29,7 +29,7 @@ from api.db.repository import COMPLETED, AssessmentRepository, NewAssessment
 from api.settings import Settings
 from api.web.app import create_app
 from bench.tables import print_table
-from green_agent.models import (
+from green_agent.core.models import (
     AssessmentReport,
     Failure,
     Signal,
@@ -85,7 +85,7 @@ def _trial(task_id: str, trial: int, messages: int, passed: bool) -> TrialResult
         transcript=transcript[:messages],
         db_expected_hash="gold",
         db_actual_hash="gold" if passed else "other",
-        # What the engine stores with a failed trial (green_agent/failures.py): the lists count these.
+        # What the engine stores with a failed trial (green_agent/scoring/failures.py): the lists count these.
         failures=[]
         if passed
         else [

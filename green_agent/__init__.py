@@ -41,9 +41,7 @@ from green_agent.config import (
     LLMEndpoint,
     TaskSelection,
 )
-from green_agent.engine import Engine
-from green_agent.metrics import compute_report
-from green_agent.models import (
+from green_agent.core.models import (
     AssessmentReport,
     NLVerdict,
     ProgressEvent,
@@ -56,6 +54,8 @@ from green_agent.models import (
     TrialStarted,
     TurnTaken,
 )
+from green_agent.engine import Engine
+from green_agent.scoring.metrics import compute_report
 
 __all__ = [
     "AssessmentConfig",

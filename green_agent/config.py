@@ -26,9 +26,9 @@ from pydantic import (
     model_validator,
 )
 
-from green_agent.limits import AgentLimits
-from green_agent.one_line import unshowable_reason
-from green_agent.usage import ModelPrice
+from green_agent.core.limits import AgentLimits
+from green_agent.core.one_line import unshowable_reason
+from green_agent.core.usage import ModelPrice
 from green_agent.white_agent.egress import url_problem
 
 SCRIPTED_USER = "scripted"

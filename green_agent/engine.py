@@ -43,20 +43,17 @@ from green_agent.config import (
     LLMEndpoint,
     with_model_step_limit,
 )
-from green_agent.errors import (
+from green_agent.conversation.orchestrator import FirstContactFailed, TrialDeps, run_trial
+from green_agent.conversation.user_simulator import LLMUserSimulator, ScriptedUserSimulator, UserSimulator
+from green_agent.core.errors import (
     AgentEgressError,
     AgentError,
     AgentNotReachedError,
     AgentUnreachableError,
     LLMUnavailableError,
 )
-from green_agent.judge import Judge
-from green_agent.keyed_limits import KeyedLimits
-from green_agent.limits import display_name, message_bytes
-from green_agent.llm import ChatLLM, RetryPolicy, endpoint_limits
-from green_agent.llm_gate import PARTY, EndpointGate, EndpointStatus, GatePolicy, GateRegistry
-from green_agent.metrics import compute_report
-from green_agent.models import (
+from green_agent.core.limits import display_name, message_bytes
+from green_agent.core.models import (
     AssessmentReport,
     ConversationEnd,
     RunInfo,
@@ -64,13 +61,17 @@ from green_agent.models import (
     TrialResult,
     TrialStarted,
 )
-from green_agent.orchestrator import FirstContactFailed, TrialDeps, TrialSpec, TrialState, run_trial
-from green_agent.prompts import load_prompt
-from green_agent.scoring import score, unscored
-from green_agent.seeds import trial_seeds
-from green_agent.slots import FairSlots
-from green_agent.usage import TrialUsage
-from green_agent.user_simulator import LLMUserSimulator, ScriptedUserSimulator, UserSimulator
+from green_agent.core.seeds import trial_seeds
+from green_agent.core.trial import TrialSpec, TrialState
+from green_agent.core.usage import TrialUsage
+from green_agent.llm.client import ChatLLM, RetryPolicy, endpoint_limits
+from green_agent.llm.gate import PARTY, EndpointGate, EndpointStatus, GatePolicy, GateRegistry
+from green_agent.llm.judge import Judge
+from green_agent.llm.prompts import load_prompt
+from green_agent.scheduling.keyed_limits import KeyedLimits
+from green_agent.scheduling.slots import FairSlots
+from green_agent.scoring.metrics import compute_report
+from green_agent.scoring.score import score, unscored
 from green_agent.white_agent.client import ClientLimits, Conversation, WhiteAgentPool
 from green_agent.white_agent.dialect import Dialect, declares_structured
 from green_agent.white_agent.egress import EgressPolicy, Resolver, resolve_agent

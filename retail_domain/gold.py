@@ -7,32 +7,11 @@ evaluator.
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
+from domain_kit.outcomes import GoldOutcome
+from domain_kit.tasks import Task
 
-from .environment import RetailEnvironment, ToolCall
-from .store import BaseDb, DbFingerprint
-from .tasks import Task
-
-
-@dataclass(frozen=True)
-class GoldOutcome:
-    """``db``: the expected end state (its hash, and what tells a DB equal to it without hashing);
-    ``actions``: the reference calls, ready for an oracle agent to make; ``failed_calls``: (index in actions,
-    tool name, error content) of the gold calls that failed."""
-
-    db: DbFingerprint
-    reference_calls: tuple[ToolCall, ...] = field(repr=False)
-    failed_calls: tuple[tuple[int, str, str], ...]
-
-    @property
-    def db_hash(self) -> str:
-        return self.db.db_hash
-
-    @property
-    def actions(self) -> tuple[ToolCall, ...]:
-        """The reference calls, deep-copied on every access: the outcome is cached and shared per process."""
-        return tuple(ToolCall(call.name, copy.deepcopy(call.arguments)) for call in self.reference_calls)
+from .environment import RetailEnvironment
+from .store import BaseDb
 
 
 def replay_gold(base: BaseDb, task: Task) -> GoldOutcome:
@@ -43,4 +22,10 @@ def replay_gold(base: BaseDb, task: Task) -> GoldOutcome:
         result = env.call(call.name, call.arguments)
         if result.error:
             failed.append((index, call.name, result.content))
-    return GoldOutcome(db=env.db_fingerprint(), reference_calls=actions, failed_calls=tuple(failed))
+    fingerprint = env.db_fingerprint()
+    return GoldOutcome(
+        db_hash=fingerprint.db_hash,
+        reference_calls=actions,
+        failed_calls=tuple(failed),
+        fingerprint=fingerprint,
+    )

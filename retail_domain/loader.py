@@ -5,19 +5,33 @@ from __future__ import annotations
 import copy
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .data import DataSource, locate_data, read_verified
+from domain_kit.calls import ToolCall
+from domain_kit.outcomes import EnvironmentCheck, GoldOutcome
+from domain_kit.protocols import DomainEnvironment
+from domain_kit.tasks import Task, parse_splits, parse_tasks
+
+from .data import DataSource, locate_data, read_raw
 from .environment import RetailEnvironment
-from .gold import GoldOutcome, replay_gold
+from .gold import replay_gold
+from .schemas import READ_TOOLS, TOOL_SCHEMAS, WRITE_TOOLS
 from .store import BaseDb, normalize_db
-from .tasks import Task, parse_splits, parse_tasks
+
+DOMAIN_NAME = "retail"
 
 
 class RetailData:
     """The parsed base: policy text, tasks (tasks.json order), splits, and a factory for trial
-    environments."""
+    environments. Implements domain_kit's `DomainData`."""
+
+    name = DOMAIN_NAME
+    default_split = "base"
+    tool_schemas: Sequence[Mapping[str, Any]] = TOOL_SCHEMAS
+    user_tool_schemas: Sequence[Mapping[str, Any]] = ()
+    write_tools = WRITE_TOOLS
+    read_tools = READ_TOOLS
 
     def __init__(
         self,
@@ -37,9 +51,27 @@ class RetailData:
         self._gold: dict[str, GoldOutcome] = {}
         self._gold_lock = threading.Lock()
 
-    def new_environment(self, normalize_ids: bool = False) -> RetailEnvironment:
-        """A fresh trial environment (copy-on-write over the shared base; microseconds)."""
+    @property
+    def source_description(self) -> str:
+        return self.source.describe()
+
+    def new_environment(
+        self, task_id: str | None = None, *, normalize_ids: bool = False
+    ) -> RetailEnvironment:
+        """A fresh trial environment (copy-on-write over the shared base; microseconds). Retail tasks have
+        no initial state of their own, so `task_id` changes nothing."""
         return RetailEnvironment(self.base, normalize_ids=normalize_ids)
+
+    def check_environment(
+        self, task_id: str, live: DomainEnvironment, calls: Sequence[ToolCall]
+    ) -> EnvironmentCheck:
+        """The live DB against gold. Upstream replays the trajectory's writes on a fresh DB; the tools are
+        deterministic and the reads change nothing, so the live end state is that replay's end state."""
+        gold = self.gold(task_id)
+        actual = live.db_hash(known=gold.fingerprint)
+        return EnvironmentCheck(
+            db_matched=actual == gold.db_hash, db_expected_hash=gold.db_hash, db_actual_hash=actual
+        )
 
     def initial_db_hash(self) -> str:
         return self.base.initial_hash
@@ -88,7 +120,7 @@ def load_retail_data(data_dir: str | os.PathLike[str] | None = None) -> RetailDa
         cached = _cache.get(key)
         if cached is not None:
             return cached
-        raw = read_verified(source)
+        raw = read_raw(source)
         tasks = parse_tasks(raw.tasks)
         data = RetailData(
             source=source,

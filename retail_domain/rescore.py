@@ -13,19 +13,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import (
+from domain_kit.calls import ToolCall
+from domain_kit.checks import (
     ActionCheck,
     CommunicateCheck,
     check_actions,
     check_communicate,
-    is_clean_exit,
     score_trial,
 )
-from .environment import ToolCall
+from domain_kit.tasks import Task
+from domain_kit.termination import is_clean_exit
+
 from .gold import replay_gold
 from .loader import RetailData
 from .schemas import WRITE_TOOLS
-from .tasks import Task
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ class Rescorer:
         gold_hash = self.gold_hash(task)
         db_match = db_hash == gold_hash
         calls = [ToolCall(str(c.get("name")), dict(c.get("arguments") or {})) for c in tool_calls(simulation)]
-        action_checks = tuple(check_actions(task.gold_actions, calls))
+        action_checks = tuple(check_actions(task.gold_actions, calls, WRITE_TOOLS))
         communicate_checks = tuple(check_communicate(task.communicate_info, assistant_texts(simulation)))
         actions = [a.matched for a in action_checks]
         said = [c.met for c in communicate_checks]

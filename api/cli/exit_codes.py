@@ -11,7 +11,7 @@ from collections.abc import Collection
 from enum import IntEnum
 
 from api.db.repository import CANCELLED, COMPLETED
-from green_agent.models import AssessmentReport
+from green_agent.core.models import AssessmentReport
 
 
 class ExitCode(IntEnum):

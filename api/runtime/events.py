@@ -26,7 +26,7 @@ from procrastinate import BaseConnector
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from api.settings import Settings, default_of
-from green_agent.models import TrialStarted, TurnTaken
+from green_agent.core.models import TrialStarted, TurnTaken
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class TrialDone(BaseModel):
 class ProviderWaiting(BaseModel):
     """What the assessment is waiting for among our LLM endpoints, sent when it changes: each entry reads
     "waiting for gpt-4.1 at api.openai.com: rate limited" or "...: down since 14:02:11"; empty once they all
-    answer again (green_agent/llm_gate.py)."""
+    answer again (green_agent/llm/gate.py)."""
 
     kind: Literal["waiting"] = "waiting"
     waiting_for: list[str]

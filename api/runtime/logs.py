@@ -2,9 +2,9 @@
 
 Either way one record is one line: log messages quote text from outside (agent URLs, an agent's error text,
 names), and a line break in it would forge a record of its own. Requests refuse such text at the door
-(green_agent/one_line.py); the formatters here escape whatever got in another way: text lines write control,
-format and bidi characters as escapes and indent every line of a traceback under its record; JSON lines are
-ASCII, every such character a `\\u` escape.
+(green_agent/core/one_line.py); the formatters here escape whatever got in another way: text lines write
+control, format and bidi characters as escapes and indent every line of a traceback under its record; JSON
+lines are ASCII, every such character a `\\u` escape.
 
 JSON lines carry the assessment, task and trial a record was written for, when there is one: the trial job
 sets them in context variables (`trial_context`), which every coroutine of that trial inherits, so log
@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 
 from api.settings import LogFormat
-from green_agent.one_line import escape_line
+from green_agent.core.one_line import escape_line
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 TRACEBACK_INDENT = "    "

@@ -14,26 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from fastapi import APIRouter, HTTPException, Request, Response
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from api.security.auth import PrincipalDep
-from green_agent import llm, llm_gate
-from green_agent.bounded_cache import BoundedCache
-from green_agent.models import TranscriptMessage, TrialResult
-
-if TYPE_CHECKING:
-    from api.runtime.runtime import Runtime
+from green_agent.core.bounded_cache import BoundedCache
+from green_agent.core.models import TranscriptMessage, TrialResult
+from green_agent.llm import client as llm
+from green_agent.llm import gate as llm_gate
 
 REGISTRY = CollectorRegistry()
 NAMESPACE = "green_agent"
@@ -222,22 +210,3 @@ async def measure_loop_lag() -> None:
         began = time.monotonic()
         await asyncio.sleep(LOOP_LAG_INTERVAL_S)
         LOOP_LAG.set(max(0.0, time.monotonic() - began - LOOP_LAG_INTERVAL_S))
-
-
-router = APIRouter(tags=["health"])
-
-
-@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
-async def metrics(request: Request, principal: PrincipalDep) -> Response:
-    # Labels name every tenant's agent hosts and models: operators only once keys exist (open mode is admin).
-    if not principal.admin:
-        raise HTTPException(403, "metrics need an admin key")
-    runtime: Runtime | None = getattr(request.app.state, "runtime", None)
-    if runtime is not None:
-        for status, count in (await runtime.repository.count_by_status()).items():
-            ASSESSMENTS.labels(status).set(count)
-        depth = await runtime.service.queue.depth()
-        for status in ("todo", "doing"):
-            QUEUE_JOBS.labels(status).set(depth.get(status, 0))
-        LIVE_WORKERS.set(await runtime.service.queue.live_workers())
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

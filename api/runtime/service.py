@@ -59,7 +59,6 @@ from api.runtime.queue import TrialQueue, is_transient
 from api.security.auth import Principal
 from api.security.quotas import QuotaPolicy
 from api.settings import default_of
-from green_agent import llm_gate
 from green_agent.config import (
     SCRIPTED_USER,
     AssessmentConfig,
@@ -67,17 +66,9 @@ from green_agent.config import (
     EngineSettings,
     with_model_step_limit,
 )
-from green_agent.engine import AssessmentRun
-from green_agent.errors import AgentNotReachedError, LLMUnavailableError
-from green_agent.metrics import (
-    INFRASTRUCTURE_ERROR,
-    NOT_JUDGED,
-    NOT_RUN,
-    compute_report,
-    task_scores,
-    tasks_not_fully_solved,
-)
-from green_agent.models import (
+from green_agent.conversation.orchestrator import FirstContactFailed
+from green_agent.core.errors import AgentNotReachedError, LLMUnavailableError
+from green_agent.core.models import (
     AssessmentReport,
     ProgressEvent,
     RunInfo,
@@ -85,9 +76,18 @@ from green_agent.models import (
     TrialResult,
     TurnTaken,
 )
-from green_agent.orchestrator import FirstContactFailed
-from green_agent.slots import slot_caps
-from green_agent.uncertainty import Comparison, NoSharedTasks, compare
+from green_agent.engine import AssessmentRun
+from green_agent.llm import gate as llm_gate
+from green_agent.scheduling.slots import slot_caps
+from green_agent.scoring.metrics import (
+    INFRASTRUCTURE_ERROR,
+    NOT_JUDGED,
+    NOT_RUN,
+    compute_report,
+    task_scores,
+    tasks_not_fully_solved,
+)
+from green_agent.scoring.uncertainty import Comparison, NoSharedTasks, compare
 from green_agent.white_agent.egress import EgressPolicy
 from retail_domain import TerminationReason
 
@@ -826,7 +826,7 @@ class AssessmentService:
         return record
 
     async def compare(self, a_id: str, b_id: str, *, tenant: str | None = None) -> Comparison:
-        """A against B, paired by task over the tasks both scored (green_agent.uncertainty). Raises
+        """A against B, paired by task over the tasks both scored (green_agent.scoring.uncertainty). Raises
         AssessmentNotFound (unknown, or another tenant's), NotComparable (no scored task in common)."""
         a = await self.get(a_id, tenant=tenant)
         b = await self.get(b_id, tenant=tenant)

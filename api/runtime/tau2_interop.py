@@ -11,7 +11,7 @@ from typing import Any
 from api.db.repository import COMPLETED, AssessmentRecord, NewAssessment
 from api.runtime.runtime import Runtime
 from green_agent.config import AssessmentConfig
-from green_agent.metrics import compute_report
+from green_agent.scoring.metrics import compute_report
 from green_agent.tau2_format import ExportSource, tau2_results
 from green_agent.tau2_format.rescore import RescoreReport
 from green_agent.tau2_format.submission import Submission, SubmissionRefused, Submitter, build_submission

@@ -29,7 +29,6 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from api import __version__
 from api.db.engine import create_engine
 from api.db.keys import KeyRepository
-from api.runtime import metrics
 from api.runtime.runtime import open_runtime, resume
 from api.runtime.service import AssessmentNotFound
 from api.runtime.streams import StreamGuard, StreamLimits
@@ -39,7 +38,7 @@ from api.settings import Settings
 from api.web.a2a.card import JSONRPC_PATH, REST_PREFIX, build_agent_card
 from api.web.a2a.executor import AssessmentExecutor
 from api.web.request_limits import RequestGuard, validation_error_handler
-from api.web.routes import assessments, events, health, trials
+from api.web.routes import assessments, events, health, metrics, trials
 from api.web.ui import routes as ui
 
 logger = logging.getLogger(__name__)

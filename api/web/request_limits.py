@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.web import strict_json
 from api.web.a2a.card import JSONRPC_PATH
 from api.web.strict_json import preview
-from green_agent.one_line import unshowable_reason
+from green_agent.core.one_line import unshowable_reason
 
 MAX_ERRORS = 20
 MAX_MESSAGE_CHARS = 500

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from api.db.repository import AssessmentRecord, Attempt, TrialSummary
 from green_agent.config import MAX_URL_CHARS, OneLine, agent_url_problem
-from green_agent.failures import kinds
-from green_agent.models import AssessmentReport
+from green_agent.core.models import AssessmentReport
+from green_agent.scoring.failures import kinds
 
 MAX_OFFSET = 2**31 - 1
 """Largest offset (and trial number) a request may give: what a 32-bit integer column holds on every

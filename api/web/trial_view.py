@@ -1,5 +1,6 @@
 """One stored trial as the REST API and the UI show it: its failures classified afresh (with each DB field
-that differs from gold), by `green_agent.diagnosis.diagnose`, in a thread (it replays the trial's calls)."""
+that differs from gold), by `green_agent.scoring.diagnosis.diagnose`, in a thread (it replays the trial's
+calls)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import asyncio
 from dataclasses import dataclass
 
 from api.runtime.runtime import Runtime
-from green_agent.diagnosis import TrialReplay, diagnose
-from green_agent.models import TrialResult
+from green_agent.core.models import TrialResult
+from green_agent.scoring.diagnosis import TrialReplay, diagnose
 
 
 @dataclass(frozen=True)

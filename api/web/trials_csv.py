@@ -16,8 +16,8 @@ from fastapi import Response
 
 from api.db.repository import TrialSummary
 from api.web.ui.views import task_sort_key
-from green_agent.failures import failure_label, kinds
-from green_agent.models import SIGNAL_NAMES
+from green_agent.core.models import SIGNAL_NAMES
+from green_agent.scoring.failures import failure_label, kinds
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 

@@ -23,8 +23,8 @@ from a2a.helpers import new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 
-from green_agent.llm import ChatLLM
-from green_agent.orchestrator import TRIAL_SEED_KEY
+from green_agent.conversation.orchestrator import TRIAL_SEED_KEY
+from green_agent.llm.client import ChatLLM
 from green_agent.reference_agents.replies import Incoming, agent_message
 
 SYSTEM_PROMPT = (

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 
-from green_agent.orchestrator import AGENT_STOP_TOKEN, TASK_ID_KEY
+from green_agent.conversation.orchestrator import AGENT_STOP_TOKEN, TASK_ID_KEY
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
 from retail_domain import GoldAction, RetailData
 

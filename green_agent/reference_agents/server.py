@@ -22,7 +22,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from green_agent.config import LLMEndpoint
-from green_agent.llm import ChatLLM
+from green_agent.llm.client import ChatLLM
 from green_agent.reference_agents.llm_agent import LLMAgentExecutor, ToolCallMode
 from green_agent.reference_agents.misbehaving import NoToolsExecutor, SleepingExecutor, garbage_endpoint
 from green_agent.reference_agents.oracle import OracleExecutor

@@ -26,8 +26,8 @@ from importlib import metadata
 from typing import Any
 
 from green_agent.config import AssessmentConfig
-from green_agent.metrics import counted_trials
-from green_agent.models import AssessmentReport, TrialResult
+from green_agent.core.models import AssessmentReport, TrialResult
+from green_agent.scoring.metrics import counted_trials
 from retail_domain import READ_TOOLS, WRITE_TOOLS, RetailData, Task, is_clean_exit
 
 TAU2_VERSION = "1.0.1"

@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from green_agent.metrics import is_success
-from green_agent.models import (
+from green_agent.core.models import (
     SIGNAL_DB,
     SIGNAL_NL,
     NLVerdict,
@@ -21,7 +20,8 @@ from green_agent.models import (
     TranscriptMessage,
     TrialResult,
 )
-from green_agent.scoring import exit_and_diagnostic_signals
+from green_agent.scoring.metrics import is_success
+from green_agent.scoring.score import exit_and_diagnostic_signals
 from retail_domain import Task
 from retail_domain.rescore import SimulationRescore, iter_messages
 

@@ -8,13 +8,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from green_agent.errors import InfrastructureError
-from green_agent.judge import Judge
-from green_agent.models import TrialResult
+from domain_kit.tasks import parse_task
+from green_agent.core.errors import InfrastructureError
+from green_agent.core.models import TrialResult
+from green_agent.llm.judge import Judge
 from green_agent.tau2_format.importing import imported_trial, transcript
 from retail_domain import RetailData
 from retail_domain.rescore import Rescorer, SimulationRescore
-from retail_domain.tasks import parse_task
 
 
 class InvalidResultsFile(ValueError):

@@ -17,7 +17,7 @@ from datetime import date
 from typing import Any
 
 from green_agent.config import AssessmentConfig
-from green_agent.models import AssessmentReport
+from green_agent.core.models import AssessmentReport
 from green_agent.tau2_format.export import TAU2_VERSION, ExportSource
 
 UPSTREAM_GUIDELINES_SHA256 = "740a29dfa64d7bc08eea3bf7493575b914a63f744acbaf7f199ee07eddaf72d3"

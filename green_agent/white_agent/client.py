@@ -63,15 +63,15 @@ from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
 
-from green_agent.bounded_cache import BoundedCache
-from green_agent.errors import (
+from green_agent.core.bounded_cache import BoundedCache
+from green_agent.core.errors import (
     AgentEgressError,
     AgentError,
     AgentProtocolError,
     AgentTimeoutError,
     AgentUnreachableError,
 )
-from green_agent.limits import AgentLimits, reply_values
+from green_agent.core.limits import AgentLimits, reply_values
 from green_agent.white_agent.egress import (
     UNREACHABLE,
     EgressConnector,

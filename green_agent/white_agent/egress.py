@@ -32,8 +32,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from green_agent.errors import AgentEgressError
-from green_agent.one_line import unshowable_reason
+from green_agent.core.errors import AgentEgressError
+from green_agent.core.one_line import unshowable_reason
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

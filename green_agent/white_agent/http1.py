@@ -52,7 +52,7 @@ from typing import Any, Protocol, cast
 import httptools
 import httpx
 
-from green_agent.errors import AgentProtocolError
+from green_agent.core.errors import AgentProtocolError
 from green_agent.white_agent.egress import EgressConnector
 
 Origin = tuple[str, str, int]

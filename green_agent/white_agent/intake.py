@@ -1,7 +1,7 @@
 """Admitting one white-agent reply into a trial: bounds, storable strings, then the dialect's reading.
 
 This is the one gate between what the agent sent and the rest of the engine. What comes out is bounded
-(`green_agent.limits.AgentLimits`) and storable on every database; a reply that breaks a bound on its tool
+(`core.limits.AgentLimits`) and storable on every database; a reply that breaks a bound on its tool
 calls raises `AgentProtocolError`, which ends the trial as `agent_error` (reward 0).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from green_agent.errors import AgentProtocolError
-from green_agent.limits import (
+from green_agent.core.errors import AgentProtocolError
+from green_agent.core.limits import (
     AgentLimits,
     ValueTooLarge,
     clean_json,

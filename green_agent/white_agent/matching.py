@@ -34,7 +34,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from green_agent.errors import AgentProtocolError
+from green_agent.core.errors import AgentProtocolError
 
 _CONTEXT_KEYS = ("contextId", "context_id")
 _TASK_ID_IN_MESSAGE = ("taskId", "task_id")

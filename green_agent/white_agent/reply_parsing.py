@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from green_agent.limits import json_depth_within
+from green_agent.core.limits import json_depth_within
 
 RESPOND = "respond"
 DEFAULT_MAX_DEPTH = 32

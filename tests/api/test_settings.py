@@ -9,8 +9,8 @@ from pydantic import ValidationError
 
 from api.settings import Settings
 from green_agent.config import EngineSettings
+from green_agent.core.limits import AgentLimits
 from green_agent.engine import Engine
-from green_agent.limits import AgentLimits
 from green_agent.white_agent.egress import EgressPolicy
 from retail_domain import RetailData
 

@@ -92,20 +92,24 @@ def test_action_check_semantics() -> None:
                 "exchange_delivered_order_items", {"order_id": "#W1", "item_ids": ["2", "1"]}
             ),  # order matters
         ],
+        WRITE_TOOLS,
     )
     assert [c.matched for c in checks] == [True, True, False]
     assert [c.write for c in checks] == [False, False, True]
     # an extra argument prevents a match; OpenAI-style dicts are accepted
     extra = check_actions(
-        [gold], [{"function": {"name": "get_order_details", "arguments": '{"order_id": "#W1", "x": 1}'}}]
+        [gold],
+        [{"function": {"name": "get_order_details", "arguments": '{"order_id": "#W1", "x": 1}'}}],
+        WRITE_TOOLS,
     )
     assert not extra[0].matched
-    assert check_actions([gold], [{"name": "get_order_details", "arguments": {"order_id": "#W1"}}])[0].matched
+    one = [{"name": "get_order_details", "arguments": {"order_id": "#W1"}}]
+    assert check_actions([gold], one, WRITE_TOOLS)[0].matched
 
 
 def test_gold_calls_match_their_own_actions(data: RetailData) -> None:
     for task in data.tasks.values():
-        checks = check_actions(task.gold_actions, data.gold(task.id).actions)
+        checks = check_actions(task.gold_actions, data.gold(task.id).actions, WRITE_TOOLS)
         assert all(c.matched for c in checks), task.id
         assert sum(c.write for c in checks) == sum(a.name in WRITE_TOOLS for a in task.gold_actions)
 

@@ -159,4 +159,4 @@ def test_the_gold_outcome_carries_the_fingerprint_of_its_end_state(data: RetailD
         for call in gold.actions:
             replayed.call(call.name, call.arguments)
         assert gold.db_hash == full_hash(replayed.dump())
-        assert replayed.db_fingerprint() == gold.db
+        assert replayed.db_fingerprint() == gold.fingerprint

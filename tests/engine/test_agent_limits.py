@@ -16,8 +16,10 @@ from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import Part
 
+from domain_kit.checks import action_matches
+from domain_kit.tasks import GoldAction
 from green_agent import AssessmentConfig, TaskSelection, TrialResult
-from green_agent.limits import (
+from green_agent.core.limits import (
     TRUNCATION_MARKER,
     AgentLimits,
     ValueTooLarge,
@@ -34,8 +36,6 @@ from green_agent.white_agent.intake import admit_reply
 from green_agent.white_agent.reply_parsing import parse_text_reply
 from green_agent.white_agent.structured_dialect import StructuredDialect
 from retail_domain import RetailData
-from retail_domain.checks import action_matches
-from retail_domain.tasks import GoldAction
 from tests.engine.conftest import run
 from tests.support.agents import FunctionExecutor, serve_executor
 
@@ -280,8 +280,10 @@ async def test_a_bug_of_ours_is_internal_error_scored_zero_and_logged(
     data: RetailData, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A bug met while handling the agent's input (here: reading its reply) scores 0 and is counted apart."""
-    monkeypatch.setattr("green_agent.orchestrator.admit_reply", _raising(RuntimeError("bug of ours")))
-    caplog.set_level(logging.ERROR, logger="green_agent.orchestrator")
+    monkeypatch.setattr(
+        "green_agent.conversation.orchestrator.admit_reply", _raising(RuntimeError("bug of ours"))
+    )
+    caplog.set_level(logging.ERROR, logger="green_agent.conversation.orchestrator")
     result = await one_trial(data, [text_parts(False, "hello")])
     assert result.termination_reason == "internal_error" and result.reward == 0.0
     assert result.error is not None and "bug of ours" in result.error
@@ -291,7 +293,7 @@ async def test_a_bug_of_ours_is_internal_error_scored_zero_and_logged(
 async def test_a_scoring_bug_is_internal_error_scored_zero(
     data: RetailData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("green_agent.scoring.check_actions", _raising(RecursionError("deep")))
+    monkeypatch.setattr("green_agent.scoring.score.check_actions", _raising(RecursionError("deep")))
     async with serve_executor(scripted([text_parts(False, "hello")])) as url:
         report, events = await run(data, AssessmentConfig(agent_url=url, tasks=ONE))
     (result,) = events.results

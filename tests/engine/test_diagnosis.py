@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from green_agent.diagnosis import diagnose, replay_trial, trial_calls
-from green_agent.models import SIGNAL_DB, Signal, ToolCallRecord, TranscriptMessage, TrialResult
+from green_agent.core.models import SIGNAL_DB, Signal, ToolCallRecord, TranscriptMessage, TrialResult
+from green_agent.scoring.diagnosis import diagnose, replay_trial, trial_calls
 from retail_domain import RetailData
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

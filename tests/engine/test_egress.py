@@ -20,8 +20,8 @@ from starlette.applications import Starlette
 
 from green_agent import AssessmentConfig, Engine, EngineSettings
 from green_agent.config import ConfigError, TaskSelection
-from green_agent.errors import AgentEgressError, AgentNotReachedError
-from green_agent.models import TrialResult
+from green_agent.core.errors import AgentEgressError, AgentNotReachedError
+from green_agent.core.models import TrialResult
 from green_agent.reference_agents import serve_app
 from green_agent.white_agent.egress import (
     EgressConnector,

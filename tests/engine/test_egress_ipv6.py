@@ -9,7 +9,7 @@ import ipaddress
 import httpx
 import pytest
 
-from green_agent.errors import AgentEgressError
+from green_agent.core.errors import AgentEgressError
 from green_agent.white_agent.egress import (
     EgressConnector,
     EgressPolicy,

@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from green_agent import scoring
-from green_agent.failures import NOT_SENT, classify_trial, kinds, trial_calls_with_results
-from green_agent.limits import AgentLimits
-from green_agent.models import (
+from green_agent.core.limits import AgentLimits
+from green_agent.core.models import (
     SIGNAL_DB,
     Failure,
     NLVerdict,
@@ -21,6 +19,8 @@ from green_agent.models import (
     TranscriptMessage,
     TrialResult,
 )
+from green_agent.scoring import score as scoring
+from green_agent.scoring.failures import NOT_SENT, classify_trial, kinds, trial_calls_with_results
 from retail_domain import RetailData
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

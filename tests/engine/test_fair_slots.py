@@ -12,7 +12,7 @@ import pytest
 from green_agent import AssessmentConfig, Engine
 from green_agent.config import TaskSelection
 from green_agent.reference_agents import serve_reference_agent
-from green_agent.slots import FairSlots, slot_caps
+from green_agent.scheduling.slots import FairSlots, slot_caps
 from retail_domain import RetailData
 from tests.engine.conftest import engine_for
 

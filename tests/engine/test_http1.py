@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from green_agent.errors import AgentProtocolError
+from green_agent.core.errors import AgentProtocolError
 from green_agent.white_agent.egress import EgressConnector, EgressPolicy
 from green_agent.white_agent.http1 import AgentTransport, DirectClient, TransportLimits
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from green_agent.errors import AgentProtocolError
+from green_agent.core.errors import AgentProtocolError
 from green_agent.white_agent.egress import EgressConnector, EgressPolicy
 from green_agent.white_agent.http1 import AgentTransport, DirectClient, TransportLimits
 from green_agent.white_agent.matching import Trial, expectation_for, expecting

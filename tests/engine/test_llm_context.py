@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from green_agent import AssessmentConfig, AssessmentReport, LLMEndpoint, TaskSelection
-from green_agent.limits import KIB, AgentLimits
-from green_agent.prompts import load_prompt
+from green_agent.conversation.user_simulator import GREETING, SCRIPTED_OPENING, user_system_prompt
+from green_agent.core.limits import KIB, AgentLimits
+from green_agent.llm.prompts import load_prompt
 from green_agent.reference_agents import serve_app
 from green_agent.reference_agents.hostile import (
     DONE_TEXT,
@@ -24,7 +25,6 @@ from green_agent.reference_agents.hostile import (
     HostileReply,
     text_reply,
 )
-from green_agent.user_simulator import GREETING, SCRIPTED_OPENING, user_system_prompt
 from retail_domain import RetailData
 from tests.engine.conftest import Collector, run
 from tests.support.fake_llm import FakeReply, Responder, serve_fake_llm

@@ -1,4 +1,4 @@
-"""The endpoint gate on its own (green_agent/llm_gate.py): what a provider's headers say about waiting, the
+"""The endpoint gate on its own (green_agent/llm/gate.py): what a provider's headers say about waiting, the
 in-flight window that shrinks on a 429 and grows back, turns that go round-robin between assessments, the
 breaker that holds trials back from a down endpoint, and the outage tolerance."""
 
@@ -12,8 +12,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from green_agent.errors import LLMOutage
-from green_agent.llm_gate import (
+from green_agent.core.errors import LLMOutage
+from green_agent.llm.gate import (
     MAX_PROVIDER_WAIT_S,
     PARTY,
     RATE_DECREASE,

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection
-from green_agent.prompts import load_prompt
+from green_agent.conversation.user_simulator import GREETING
+from green_agent.llm.prompts import load_prompt
 from green_agent.reference_agents import serve_reference_agent
-from green_agent.user_simulator import GREETING
 from retail_domain import RetailData
 from tests.engine.conftest import run
 from tests.support.fake_llm import FakeReply, last_user_text, serve_fake_llm

@@ -21,10 +21,10 @@ from a2a.utils.constants import TransportProtocol
 from starlette.applications import Starlette
 
 from green_agent import AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection
+from green_agent.conversation.user_simulator import SCRIPTED_OPENING
 from green_agent.reference_agents import agent_card, serve_app, serve_reference_agent
 from green_agent.reference_agents.oracle import OracleExecutor
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
-from green_agent.user_simulator import SCRIPTED_OPENING
 from retail_domain import TOOL_SCHEMAS, RetailData
 from tests.engine.conftest import Collector, engine_for, run
 from tests.support.agents import ConcurrencyProbe, FunctionExecutor, serve_executor

@@ -17,10 +17,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from green_agent.bounded_cache import BoundedCache
-from green_agent.errors import AgentEgressError
-from green_agent.keyed_limits import KeyedLimits
+from green_agent.core.bounded_cache import BoundedCache
+from green_agent.core.errors import AgentEgressError
 from green_agent.reference_agents import agent_card, serve_app
+from green_agent.scheduling.keyed_limits import KeyedLimits
 from green_agent.white_agent.client import ClientLimits, WhiteAgentPool
 from green_agent.white_agent.egress import EgressPolicy
 from tests.api.servers import REPO_ROOT

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection, llm_gate
-from green_agent.errors import LLMUnavailableError
-from green_agent.llm import ChatLLM, RetryPolicy
+from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection
+from green_agent.core.errors import LLMUnavailableError
+from green_agent.llm import gate as llm_gate
+from green_agent.llm.client import ChatLLM, RetryPolicy
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData
 from tests.engine.conftest import Collector, engine_for, run

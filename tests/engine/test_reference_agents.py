@@ -12,7 +12,7 @@ from a2a.server.events import EventQueue
 from starlette.applications import Starlette
 
 from green_agent import AssessmentConfig, TaskSelection
-from green_agent.errors import AgentNotReachedError
+from green_agent.core.errors import AgentNotReachedError
 from green_agent.reference_agents import agent_card, build_agent_app, serve_app, serve_reference_agent
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
 from retail_domain import RetailData

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from green_agent.errors import AgentProtocolError
+from green_agent.core.errors import AgentProtocolError
 from green_agent.white_agent.matching import ReplyExpectation, Trial, expectation_for, expecting
 
 CONTEXT = "ctx-trial"

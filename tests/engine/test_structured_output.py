@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection
-from green_agent.judge import (
+from green_agent.llm.judge import (
     REASONING_MAX_CHARS,
     REPLY_FRAME_TOKENS,
     VERDICT_FRAME_TOKENS,

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from green_agent import AssessmentConfig, LLMEndpoint
-from green_agent.judge import Judge
-from green_agent.llm import ChatLLM, RetryPolicy
-from green_agent.models import AssessmentReport, RunInfo
+from green_agent.core.models import AssessmentReport, RunInfo
+from green_agent.llm.client import ChatLLM, RetryPolicy
+from green_agent.llm.judge import Judge
 from green_agent.tau2_format import ExportSource
 from green_agent.tau2_format.rescore import InvalidResultsFile, rescore_document
 from green_agent.tau2_format.submission import (

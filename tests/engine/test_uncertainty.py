@@ -1,4 +1,4 @@
-"""Error bars and paired comparisons (green_agent/uncertainty.py): hand-computed values on small data sets,
+"""Error bars and paired comparisons (scoring/uncertainty.py): hand-computed values on small data sets,
 then properties over generated ones.
 
 The hand computations are written out next to each expectation, so a reader can redo them on paper."""
@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from green_agent.config import AssessmentConfig, TaskSelection
-from green_agent.metrics import compute_report, task_scores
-from green_agent.models import AssessmentReport, Estimate, TrialResult
-from green_agent.seeds import trial_seeds
-from green_agent.uncertainty import (
+from green_agent.core.models import AssessmentReport, Estimate, TrialResult
+from green_agent.core.seeds import trial_seeds
+from green_agent.scoring.metrics import compute_report, task_scores
+from green_agent.scoring.uncertainty import (
     NoSharedTasks,
     TaskScore,
     compare,

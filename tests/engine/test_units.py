@@ -17,12 +17,12 @@ from green_agent import (
     TaskSelection,
     TrialResult,
 )
-from green_agent.judge import NO_VERDICT, normalize_verdicts, render_transcript
-from green_agent.metrics import compute_report, counted_trials, tasks_not_fully_solved
-from green_agent.models import ToolCallRecord, TranscriptMessage
-from green_agent.seeds import trial_seeds
-from green_agent.uncertainty import TaskScore, pass_hat_k_estimates
-from green_agent.user_simulator import is_user_stop
+from green_agent.conversation.user_simulator import is_user_stop
+from green_agent.core.models import ToolCallRecord, TranscriptMessage
+from green_agent.core.seeds import trial_seeds
+from green_agent.llm.judge import NO_VERDICT, normalize_verdicts, render_transcript
+from green_agent.scoring.metrics import compute_report, counted_trials, tasks_not_fully_solved
+from green_agent.scoring.uncertainty import TaskScore, pass_hat_k_estimates
 from green_agent.white_agent.reply_parsing import parse_text_reply
 
 

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from green_agent.errors import AgentUnreachableError
+from green_agent.core.errors import AgentUnreachableError
 from green_agent.white_agent.client import ClientLimits, WhiteAgentPool
 from green_agent.white_agent.egress import IPAddress
 from tests.engine.test_egress import closed_port

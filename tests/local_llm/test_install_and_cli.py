@@ -20,8 +20,8 @@ from pydantic import ValidationError
 
 from api.cli import main
 from api.cli.local_llm import demo_settings, judged_short_tasks
-from green_agent import local_llm
-from green_agent.local_llm import (
+from green_agent.llm import local as local_llm
+from green_agent.llm.local import (
     CUSTOMER_MAX_STEPS,
     CUSTOMER_MAX_TOKENS,
     JUDGE_MAX_TOKENS,

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from green_agent import AssessmentConfig, Engine, EngineSettings, TaskSelection, TrialResult
-from green_agent.judge import NO_VERDICT
-from green_agent.local_llm import LocalLLMServer
+from green_agent.conversation.user_simulator import SCRIPTED_OPENING
+from green_agent.llm.judge import NO_VERDICT
+from green_agent.llm.local import LocalLLMServer
 from green_agent.reference_agents import serve_reference_agent
-from green_agent.user_simulator import SCRIPTED_OPENING
 from retail_domain import RetailData
 from retail_domain.schemas import tool_schemas
 from tests.local_llm.conftest import tokens_predicted

@@ -16,7 +16,7 @@ from a2a.server.events import EventQueue
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from green_agent.orchestrator import TRIAL_SEED_KEY
+from green_agent.conversation.orchestrator import TRIAL_SEED_KEY
 from green_agent.reference_agents import agent_card, build_agent_app, serve_app
 from green_agent.reference_agents.oracle import _TASK_NAMED, OracleExecutor, _Session
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts

@@ -38,9 +38,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from green_agent.conversation.user_simulator import SCRIPTED_OPENING
 from green_agent.reference_agents import serve_app
 from green_agent.reference_agents.oracle import DONE_TEXT
-from green_agent.user_simulator import SCRIPTED_OPENING
 from retail_domain import RetailData
 from tests.support.tcp_proxy import TcpProxy
 

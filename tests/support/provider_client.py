@@ -11,8 +11,8 @@ import json
 import time
 
 from green_agent.config import LLMEndpoint
-from green_agent.errors import LLMError
-from green_agent.llm import ChatLLM, RetryPolicy
+from green_agent.core.errors import LLMError
+from green_agent.llm.client import ChatLLM, RetryPolicy
 
 
 async def main(args: argparse.Namespace) -> dict[str, float]:

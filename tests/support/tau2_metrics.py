@@ -8,7 +8,7 @@ our own words from reading upstream (src/tau2/metrics/agent_metrics.py, `Results
 * pass^k for k = 1 .. min(info.num_trials, the fewest simulations any task kept): per task C(c, k) / C(n, k)
   with n its simulations and c its successes, averaged over the tasks that kept any.
 
-Deliberately not our `green_agent.metrics`: the tests compare the two.
+Deliberately not our `green_agent.scoring.metrics`: the tests compare the two.
 """
 
 from __future__ import annotations

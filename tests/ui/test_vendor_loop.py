@@ -24,7 +24,7 @@ from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from playwright.async_api import Browser, Locator, expect
 
-from green_agent.limits import AgentLimits, display_name
+from green_agent.core.limits import AgentLimits, display_name
 from green_agent.reference_agents import serve_reference_agent
 from green_agent.reference_agents.replies import Incoming
 from retail_domain import RetailData

@@ -11,10 +11,10 @@ import pytest
 from api.db.repository import ScoredAssessment, TrialSummary
 from api.web.ui import views
 from green_agent.config import AssessmentConfig
-from green_agent.errors import LLMRefusedConversation
-from green_agent.limits import AgentLimits, llm_failure_outcome
-from green_agent.metrics import compute_report
-from green_agent.models import FAILURE_KINDS, AssessmentReport, RunInfo, TrialResult
+from green_agent.core.errors import LLMRefusedConversation
+from green_agent.core.limits import AgentLimits, llm_failure_outcome
+from green_agent.core.models import FAILURE_KINDS, AssessmentReport, RunInfo, TrialResult
+from green_agent.scoring.metrics import compute_report
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -18,7 +18,7 @@ from api.settings import default_of
 from api.web import strict_json
 from api.web.strict_json import preview
 from green_agent.config import MAX_TASK_IDS, AssessmentConfig, OneLine, TaskSelection
-from green_agent.one_line import escape_line
+from green_agent.core.one_line import escape_line
 
 EXPECTED = (
     'Send one text part holding JSON: {"participants": {"agent": "<white agent URL>"}, '

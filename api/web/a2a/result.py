@@ -8,8 +8,8 @@ from a2a.helpers import new_data_part
 from a2a.types import Part
 
 from api.db.repository import AssessmentRecord
-from green_agent.models import AssessmentReport
-from green_agent.uncertainty import plus_minus
+from green_agent.core.models import AssessmentReport
+from green_agent.scoring.uncertainty import plus_minus
 
 RESULT_ARTIFACT = "Result"
 

@@ -24,7 +24,7 @@ from api.web.schemas import (
 )
 from api.web.trials_csv import csv_response, trials_csv
 from green_agent.config import AssessmentConfig, ConfigError, OneLine
-from green_agent.uncertainty import Comparison
+from green_agent.scoring.uncertainty import Comparison
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])
 

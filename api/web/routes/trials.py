@@ -10,7 +10,7 @@ from api.security.auth import Principal, PrincipalDep
 from api.web.deps import RepositoryDep, RuntimeDep
 from api.web.schemas import MAX_OFFSET, NOT_FOUND, TrialsPage, TrialSummaryPublic
 from api.web.trial_view import diagnosed_trial
-from green_agent.models import TrialResult
+from green_agent.core.models import TrialResult
 
 router = APIRouter(prefix="/assessments/{assessment_id}/trials", tags=["trials"], responses=NOT_FOUND)
 

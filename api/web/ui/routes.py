@@ -34,7 +34,7 @@ from api.web.ui import views
 from api.web.ui.access import request_principal, same_origin_form, submitted_key, visible_assessment
 from api.web.ui.live import progress_stream
 from green_agent.config import AssessmentConfig, ConfigError
-from green_agent.uncertainty import format_p
+from green_agent.scoring.uncertainty import format_p
 
 UI_DIR = Path(__file__).parent
 STATIC_DIR = UI_DIR / "static"

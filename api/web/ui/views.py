@@ -1,7 +1,7 @@
 """What the web UI's pages show, computed from stored records: pure functions, no I/O, no HTML.
 
 Each trial gets one outcome (the grid's colour): passed, excluded (no reward), pending (not run yet), or for a
-failed trial its first failure kind (green_agent/failures.py, in `FAILURE_KINDS` order: termination, missing
+failed trial its first failure kind (green_agent.scoring.failures, `FAILURE_KINDS` order: termination, missing
 write, wrong arguments, extra write, DB difference, NL assertion, tool errors). A trial stored before
 failures were classified falls back on what its signals say (termination, DB difference, NL assertion).
 """
@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.db.repository import CANCELLED, FAILED, AssessmentRecord, ScoredAssessment, TrialSummary
-from green_agent.failures import failure_label, kinds
-from green_agent.limits import LLM_FAILURE_CODE
-from green_agent.metrics import task_scores
-from green_agent.models import (
+from green_agent.core.limits import LLM_FAILURE_CODE
+from green_agent.core.models import (
     FAILURE_KINDS,
     SIGNAL_ACTION,
     SIGNAL_COMMUNICATE,
@@ -30,8 +28,10 @@ from green_agent.models import (
     Signal,
     TrialResult,
 )
-from green_agent.uncertainty import Comparison, NoSharedTasks, compare, plus_minus
-from green_agent.usage import TrialUsage
+from green_agent.core.usage import TrialUsage
+from green_agent.scoring.failures import failure_label, kinds
+from green_agent.scoring.metrics import task_scores
+from green_agent.scoring.uncertainty import Comparison, NoSharedTasks, compare, plus_minus
 from retail_domain import is_clean_exit
 
 FAILURE_NAMES = {
@@ -517,7 +517,7 @@ def delta_order(delta: TaskDelta) -> tuple[int, float, tuple[int, int | str]]:
 
 @dataclass(frozen=True)
 class ComparisonView:
-    """The compare page's verdict: B - A paired by task (green_agent.uncertainty), or why there is none."""
+    """The compare page's verdict: B - A paired by task (scoring.uncertainty), or why there is none."""
 
     result: Comparison | None
     problem: str | None = None

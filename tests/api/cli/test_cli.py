@@ -23,7 +23,7 @@ from api.cli.run import report_table
 from api.db.engine import create_engine
 from api.db.migrate import alembic_config, upgrade
 from api.db.repository import AssessmentRecord
-from green_agent.models import AssessmentReport
+from green_agent.core.models import AssessmentReport
 from green_agent.reference_agents import serve_app
 from green_agent.reference_agents.hostile import HostileAgent
 from retail_domain import RetailData

@@ -20,7 +20,7 @@ from alembic.script import ScriptDirectory
 from api.cli.local_llm import export_lines
 from api.cli.main import build_parser
 from api.db.migrate import alembic_config
-from green_agent.local_llm import LocalLLMServer, LocalLLMSettings
+from green_agent.llm.local import LocalLLMServer, LocalLLMSettings
 from tests.api.servers import REPO_ROOT, free_port
 from tests.conftest import drop_pg_database
 from tests.engine.test_egress import closed_port

@@ -205,8 +205,8 @@ def test_the_cli_report_table_shows_tokens_and_cost_per_party() -> None:
 
     from api.cli.run import report_table
     from api.db.repository import AssessmentRecord
-    from green_agent.models import AssessmentReport, UsageReport
-    from green_agent.usage import Usage
+    from green_agent.core.models import AssessmentReport, UsageReport
+    from green_agent.core.usage import Usage
 
     now = datetime.now(UTC)
     record = AssessmentRecord(

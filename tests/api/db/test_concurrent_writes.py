@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from api.db.engine import SQLITE_BUSY_TIMEOUT_S, create_engine
 from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository, NewAssessment
-from green_agent.models import NLVerdict, Signal, ToolCallRecord, TranscriptMessage, TrialResult
+from green_agent.core.models import NLVerdict, Signal, ToolCallRecord, TranscriptMessage, TrialResult
 
 TRIALS = 200
 MESSAGES = 20

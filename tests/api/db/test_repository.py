@@ -27,8 +27,7 @@ from api.db.repository import (
 )
 from api.db.tables import AssessmentRow
 from green_agent.config import AssessmentConfig
-from green_agent.metrics import compute_report
-from green_agent.models import (
+from green_agent.core.models import (
     AssessmentReport,
     Failure,
     NLVerdict,
@@ -37,6 +36,7 @@ from green_agent.models import (
     TranscriptMessage,
     TrialResult,
 )
+from green_agent.scoring.metrics import compute_report
 
 
 @pytest.fixture

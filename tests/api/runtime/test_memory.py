@@ -19,7 +19,7 @@ from api.db.repository import COMPLETED, AssessmentRecord
 from api.runtime.queue import LocalConnector
 from api.runtime.runtime import open_runtime
 from green_agent.config import AssessmentConfig, TaskSelection
-from green_agent.models import TrialResult, TurnTaken
+from green_agent.core.models import TrialResult, TurnTaken
 from tests.api.servers import green_settings
 
 REPO = Path(__file__).resolve().parents[3]
@@ -39,7 +39,7 @@ SERVICE_WITHOUT_LLM = textwrap.dedent(
     asyncio.run(main())
     print("openai" in sys.modules)
     from green_agent.config import LLMEndpoint
-    from green_agent.llm import ChatLLM
+    from green_agent.llm.client import ChatLLM
     ChatLLM(LLMEndpoint(model="m", base_url="http://127.0.0.1:9/v1"))
     print("openai" in sys.modules)
     import ctypes

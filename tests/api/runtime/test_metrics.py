@@ -8,8 +8,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from green_agent.config import LLMEndpoint
-from green_agent.errors import LLMError
-from green_agent.llm import ChatLLM, RetryPolicy
+from green_agent.core.errors import LLMError
+from green_agent.llm.client import ChatLLM, RetryPolicy
 from tests.api.servers import poll, serve_green
 from tests.support.fake_llm import FakeReply, serve_fake_llm
 

@@ -10,7 +10,7 @@ import psycopg
 
 from api.runtime.events import CHANNEL, PROGRESS_ONLY, STATUS_ONLY, EventRelay, ProgressHub, TrialDone
 from api.runtime.queue import QueueSettings, TrialQueue, psycopg_conninfo
-from green_agent.models import TranscriptMessage, TurnTaken
+from green_agent.core.models import TranscriptMessage, TurnTaken
 
 
 def turn(index: int) -> TurnTaken:

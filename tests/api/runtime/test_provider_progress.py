@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from green_agent.llm_gate import endpoint_label
+from green_agent.llm.gate import endpoint_label
 from retail_domain import RetailData
 from tests.api.runtime.test_metrics import scrape
 from tests.api.servers import poll, serve_green

@@ -22,7 +22,7 @@ from api.runtime.queue import QueueSettings, TrialQueue, psycopg_conninfo
 from api.runtime.runtime import open_runtime
 from api.settings import Settings, default_of
 from green_agent.config import AssessmentConfig, TaskSelection
-from green_agent.models import TranscriptMessage, TurnTaken
+from green_agent.core.models import TranscriptMessage, TurnTaken
 from tests.api.servers import green_settings
 
 

@@ -17,8 +17,8 @@ from api.runtime.metrics import TurnClock
 from api.runtime.runtime import open_runtime
 from api.runtime.service import _Opened
 from green_agent.config import AssessmentConfig, TaskSelection
+from green_agent.core.models import TranscriptMessage, TrialResult
 from green_agent.engine import AssessmentRun
-from green_agent.models import TranscriptMessage, TrialResult
 from tests.api.servers import green_settings
 
 

@@ -21,7 +21,7 @@ from api.db.engine import create_engine
 from api.db.keys import KeyRepository
 from api.runtime.events import StatusChanged, TrialDone
 from api.runtime.streams import StreamLimits
-from green_agent.models import TranscriptMessage, TurnTaken
+from green_agent.core.models import TranscriptMessage, TurnTaken
 from tests.api.servers import serve_green_app
 from tests.api.web.test_a2a import a2a_client, agentbeats, request
 

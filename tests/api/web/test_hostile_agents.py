@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from bench.procstats import cpu_seconds
-from green_agent.limits import message_bytes
+from green_agent.core.limits import message_bytes
 from green_agent.reference_agents import serve_app
 from green_agent.reference_agents.hostile import HostileAgent, HostileReply, text_reply
 from retail_domain import RetailData

@@ -78,7 +78,7 @@ async def test_rest_refuses_hostile_agent_urls_and_names(client: httpx.AsyncClie
     keyed = await client.post(
         "/assessments",
         json={"agent_url": "http://127.0.0.1:9", **TASK},
-        headers={"Idempotency-Key": b"key\x85forged"},
+        headers={b"Idempotency-Key": b"key\x85forged"},
     )
     assert one_line_422(keyed, "U+0085")["loc"] == ["header", "Idempotency-Key"]
     assert (await client.get("/assessments")).json()["count"] == 0

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from green_agent.llm import ChatLLM, TokenUsage
-from green_agent.models import NLVerdict, TranscriptMessage
+from green_agent.core.models import NLVerdict, TranscriptMessage
+from green_agent.core.usage import TokenUsage
+from green_agent.llm.client import ChatLLM
 from green_agent.white_agent.reply_parsing import json_candidates
 
 NO_VERDICT = "the judge gave no verdict for this assertion"

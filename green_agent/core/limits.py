@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from green_agent.errors import InfrastructureError, LLMContextTooLong, LLMRefusedConversation
+from green_agent.core.errors import InfrastructureError, LLMContextTooLong, LLMRefusedConversation
 from retail_domain import TerminationReason
 
 KIB = 1024
@@ -92,7 +92,7 @@ class AgentLimits(BaseModel):
         default=10,
         ge=1,
         le=1000,
-        description="Failures of one kind listed per trial (green_agent/failures.py); past it, one more "
+        description="Failures of one kind listed per trial (scoring/failures.py); past it, one more "
         "entry says how many were left out.",
     )
     max_failure_value_bytes: int = Field(

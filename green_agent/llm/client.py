@@ -39,8 +39,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from green_agent.config import LLMEndpoint
-from green_agent.errors import LLMContextTooLong, LLMError, LLMRefusedConversation
-from green_agent.llm_gate import EndpointGate, EndpointLimits, GatePolicy, endpoint_label, provider_wait
+from green_agent.core.errors import LLMContextTooLong, LLMError, LLMRefusedConversation
+from green_agent.core.usage import TokenUsage
+from green_agent.llm.gate import EndpointGate, EndpointLimits, GatePolicy, endpoint_label, provider_wait
 
 if TYPE_CHECKING:
     # The openai package costs ~18 MiB of RSS and ~0.3 s to import, and a process needs it only once it talks
@@ -73,27 +74,10 @@ class LLMToolCall:
 
 
 @dataclass(frozen=True)
-class TokenUsage:
-    """Tokens the endpoint reported, over every response a `complete` call received (retried empty replies
-    were billed too); `calls` counts those responses."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(
-            self.calls + other.calls,
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-        )
-
-
-@dataclass(frozen=True)
 class LLMReply:
     content: str | None
     tool_calls: tuple[LLMToolCall, ...] = ()
-    usage: TokenUsage = TokenUsage()
+    usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str | None = None
     refusal: str | None = None
     """The model's refusal text, when the endpoint sends one (OpenAI's `message.refusal`)."""

@@ -28,10 +28,10 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from green_agent.limits import AgentLimits, compact_json, cut_text, utf8_size
-from green_agent.models import FAILURE_KINDS, SIGNAL_DB, Failure, FailureKind, TrialResult
+from domain_kit.checks import action_matches
+from green_agent.core.limits import AgentLimits, compact_json, cut_text, utf8_size
+from green_agent.core.models import FAILURE_KINDS, SIGNAL_DB, Failure, FailureKind, TrialResult
 from retail_domain import WRITE_TOOLS, Difference, GoldAction, Task, TerminationReason, is_clean_exit
-from retail_domain.checks import action_matches
 
 T = TypeVar("T")
 

@@ -52,7 +52,7 @@ from email.utils import parsedate_to_datetime
 from typing import Literal, TypeVar
 from urllib.parse import urlparse
 
-from green_agent.errors import LLMOutage
+from green_agent.core.errors import LLMOutage
 
 PARTY: ContextVar[str] = ContextVar("llm_party", default="")
 """Whose request this is (the engine sets the assessment's id around each trial): the gate's turns go

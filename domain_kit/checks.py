@@ -1,43 +1,25 @@
 """Per-trial checks as pure functions over a finished trajectory (tau2 v1.0.1 evaluation semantics).
 
 * DB: the trial's final DB hash equals the task's gold hash (the only DB-state check upstream makes).
-* ACTION and COMMUNICATE: computed as upstream does, kept as diagnostics; no v1 retail reward uses them.
+* ENV_ASSERTION: every env assertion of the task holds on the end state (the domain runs them).
+* ACTION: every gold action is matched by some call of the trajectory, whoever made it.
+* COMMUNICATE: every required fact occurs in some assistant text.
 * NL_ASSERTION: the judge's verdicts come in from outside (the judge is the engine's);
   this module only combines them.
-* Reward: the product over the task's ``reward_basis``, zeroed unless the trial ended cleanly.
+* Reward: the product over the task's ``reward_basis``, zeroed unless the trial ended cleanly. A check that is
+  not in the basis is a diagnostic.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-from .environment import ToolCall
-from .schemas import WRITE_TOOLS
+from .calls import ToolCall
 from .tasks import GoldAction, Task
-
-
-class TerminationReason(StrEnum):
-    USER_STOP = "user_stop"
-    AGENT_STOP = "agent_stop"
-    MAX_STEPS = "max_steps"
-    TOO_MANY_ERRORS = "too_many_errors"
-    AGENT_ERROR = "agent_error"
-    USER_ERROR = "user_error"
-    INFRASTRUCTURE_ERROR = "infrastructure_error"
-    INTERNAL_ERROR = "internal_error"
-    """Not upstream's: a bug of ours met while handling the agent's input; scores 0, never excluded."""
-
-
-CLEAN_EXITS = frozenset({TerminationReason.USER_STOP, TerminationReason.AGENT_STOP})
-
-
-def is_clean_exit(reason: TerminationReason | str) -> bool:
-    """The v1 termination gate: only a user or agent stop can score above 0."""
-    return str(reason) in CLEAN_EXITS
+from .termination import TerminationReason, is_clean_exit
 
 
 @dataclass(frozen=True)
@@ -106,15 +88,18 @@ def action_matches(action: GoldAction, name: str, arguments: dict[str, Any]) -> 
     return called == expected
 
 
-def check_actions(gold_actions: Sequence[GoldAction], calls: Sequence[ToolCall | Any]) -> list[ActionCheck]:
-    """One entry per gold action: matched if any call of the trajectory matches it. Diagnostic only."""
+def check_actions(
+    gold_actions: Sequence[GoldAction], calls: Sequence[ToolCall | Any], write_tools: Collection[str]
+) -> list[ActionCheck]:
+    """One entry per gold action: matched if any call of the trajectory matches it, whoever made it (upstream
+    ignores the requestor and whether the call succeeded). ``write`` marks the domain's write tools."""
     parts = [_call_parts(call) for call in calls]
     return [
         ActionCheck(
             action_id=action.action_id,
             name=action.name,
             matched=any(action_matches(action, name, arguments) for name, arguments in parts),
-            write=action.name in WRITE_TOOLS,
+            write=action.name in write_tools,
         )
         for action in gold_actions
     ]
@@ -144,25 +129,31 @@ def nl_component(task: Task, nl_verdicts: Sequence[bool] | None) -> float | None
 def score_trial(
     task: Task,
     reason: TerminationReason | str,
-    db_matched: bool,
-    nl_verdicts: Sequence[bool] | None,
+    db_matched: bool | None = None,
+    nl_verdicts: Sequence[bool] | None = None,
     communicate_met: bool | None = None,
+    *,
+    env_assertions_met: bool | None = None,
+    actions_met: bool | None = None,
 ) -> Reward:
-    """Reward = product over ``task.reward_basis`` (DB, NL_ASSERTION; COMMUNICATE for v0-style tasks when
-    ``communicate_met`` is given), forced to 0.0 when the trial did not end with user_stop/agent_stop.
+    """Reward = product over ``task.reward_basis`` (DB, ENV_ASSERTION, ACTION, COMMUNICATE, NL_ASSERTION),
+    forced to 0.0 when the trial did not end with user_stop/agent_stop. A check not given (None) is unknown.
     An infrastructure error has no reward at all (None): such trials are excluded from the metrics. A
     component not known (None: assertions not judged) leaves the reward unknown, unless another component
     is already 0: then the product is 0 whatever the unknown one is."""
+    given: dict[str, bool | None] = {
+        "DB": db_matched,
+        "ENV_ASSERTION": env_assertions_met,
+        "ACTION": actions_met,
+        "COMMUNICATE": communicate_met,
+    }
     components: dict[str, float | None] = {}
     for kind in task.reward_basis:
-        if kind == "DB":
-            components[kind] = 1.0 if db_matched else 0.0
-        elif kind == "NL_ASSERTION":
+        if kind == "NL_ASSERTION":
             components[kind] = nl_component(task, nl_verdicts)
-        elif kind == "COMMUNICATE":
-            components[kind] = None if communicate_met is None else (1.0 if communicate_met else 0.0)
-        else:  # ACTION / ENV_ASSERTION never appear in a retail basis
-            components[kind] = None
+        else:
+            met = given.get(kind)
+            components[kind] = None if met is None else (1.0 if met else 0.0)
     if str(reason) == TerminationReason.INFRASTRUCTURE_ERROR:
         return Reward(reward=None, components=components, gated=True)
     if not is_clean_exit(reason):

@@ -13,7 +13,7 @@
   assertions of judged trials, not over trials. A check with nothing to check would pass vacuously and say
   nothing about the agent, so it is left out rather than counted as a pass.
 * Complete: every planned trial ran and was scored; otherwise `partial_reasons` counts what is missing.
-* `stats`: the same numbers with task-clustered error bars (green_agent/uncertainty.py).
+* `stats`: the same numbers with task-clustered error bars (green_agent/scoring/uncertainty.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
 from green_agent.config import AssessmentConfig
-from green_agent.models import (
+from green_agent.core.models import (
     SIGNAL_ACTION,
     SIGNAL_COMMUNICATE,
     SIGNAL_NAMES,
@@ -34,14 +34,14 @@ from green_agent.models import (
     TrialResult,
     UsageReport,
 )
-from green_agent.uncertainty import (
+from green_agent.core.usage import total
+from green_agent.scoring.uncertainty import (
     SUCCESS_TOLERANCE,
     TaskScore,
     min_detectable_difference,
     pass_hat_k_estimates,
     reward_estimate,
 )
-from green_agent.usage import total
 
 INFRASTRUCTURE_ERROR = "infrastructure_error"
 NOT_JUDGED = "not_judged"

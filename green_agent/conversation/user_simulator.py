@@ -10,7 +10,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from green_agent.llm import ChatLLM, TokenUsage
+from green_agent.core.usage import TokenUsage
+from green_agent.llm.client import ChatLLM
 from retail_domain import Task
 
 GREETING = "Hi! How can I help you today?"

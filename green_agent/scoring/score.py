@@ -23,17 +23,26 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
-from green_agent.errors import InfrastructureError
-from green_agent.failures import classify_trial, is_failed
-from green_agent.judge import customer_visible_texts
-from green_agent.limits import llm_failure_outcome
-from green_agent.llm import TokenUsage
-from green_agent.metrics import is_success
-from green_agent.models import (
+from domain_kit import (
+    ActionCheck,
+    CommunicateCheck,
+    DbCheck,
+    DomainData,
+    Task,
+    TerminationReason,
+    ToolCall,
+    check_actions,
+    check_communicate,
+    check_db,
+    is_clean_exit,
+    score_trial,
+)
+from green_agent.core.errors import InfrastructureError
+from green_agent.core.limits import AgentLimits, llm_failure_outcome
+from green_agent.core.models import (
     SIGNAL_ACTION,
     SIGNAL_CLEAN_EXIT,
     SIGNAL_COMMUNICATE,
@@ -47,25 +56,28 @@ from green_agent.models import (
     TrialResult,
     utcnow,
 )
-from green_agent.usage import TrialUsage, Usage, priced
-from retail_domain import (
-    ActionCheck,
-    CommunicateCheck,
-    DbCheck,
-    Task,
-    TerminationReason,
-    ToolCall,
-    check_actions,
-    check_communicate,
-    check_db,
-    is_clean_exit,
-    score_trial,
-)
-
-if TYPE_CHECKING:
-    from green_agent.orchestrator import TrialDeps, TrialSpec, TrialState
+from green_agent.core.trial import TrialSpec, TrialState
+from green_agent.core.usage import ModelPrice, TokenUsage, TrialUsage, Usage, priced
+from green_agent.llm.judge import Judge, customer_visible_texts
+from green_agent.scoring.failures import classify_trial, is_failed
+from green_agent.scoring.metrics import is_success
 
 log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(kw_only=True)
+class ScoringDeps:
+    """What scoring a trial needs from the engine; built once per assessment (the conversation's
+    `TrialDeps` extends it)."""
+
+    data: DomainData
+    judge: Judge | None
+    limits: AgentLimits = dataclasses.field(default_factory=AgentLimits)
+    user_model: str | None = None
+    """The user simulator's model id, for pricing (None: scripted)."""
+    prices: Mapping[str, ModelPrice] = dataclasses.field(default_factory=dict)
+    judge_skip_when_failed: bool = False
+    """No judge where the reward is 0 whatever it says (`EngineSettings.judge_skip_when_failed`)."""
 
 
 @dataclasses.dataclass
@@ -79,7 +91,7 @@ class _Judgement:
 
 
 async def score(
-    spec: TrialSpec, deps: TrialDeps, state: TrialState, reason: TerminationReason, started: datetime
+    spec: TrialSpec, deps: ScoringDeps, state: TrialState, reason: TerminationReason, started: datetime
 ) -> TrialResult:
     task, data, judge = spec.task, deps.data, deps.judge
     conversation_end = ConversationEnd(reason=str(reason), error=state.error, agent_bytes=state.agent_bytes)
@@ -122,7 +134,7 @@ async def score(
         if message.role == "assistant"
         for call in message.tool_calls or ()
     ]
-    actions = check_actions(task.gold_actions, calls)
+    actions = check_actions(task.gold_actions, calls, data.write_tools)
     said = customer_visible_texts(state.transcript)
     communicate = check_communicate(task.communicate_info, said)
     verdicts = judgement.verdicts
@@ -166,8 +178,8 @@ async def score(
     return result
 
 
-def failures_of(result: TrialResult, task: Task, deps: TrialDeps) -> list[Failure] | None:
-    """What went wrong in a failed trial (green_agent/failures.py). A diagnostic: a bug in it is logged and
+def failures_of(result: TrialResult, task: Task, deps: ScoringDeps) -> list[Failure] | None:
+    """What went wrong in a failed trial (scoring/failures.py). A diagnostic: a bug in it is logged and
     leaves the failures unknown (None), never changes the trial's score."""
     try:
         gold_failed = {index for index, _, _ in deps.data.gold(task.id).failed_calls}
@@ -177,7 +189,7 @@ def failures_of(result: TrialResult, task: Task, deps: TrialDeps) -> list[Failur
         return None
 
 
-def trial_usage(deps: TrialDeps, state: TrialState, judge_tokens: TokenUsage | None = None) -> TrialUsage:
+def trial_usage(deps: ScoringDeps, state: TrialState, judge_tokens: TokenUsage | None = None) -> TrialUsage:
     """The trial's tokens per party, priced with the operator's prices (unknown model: cost None)."""
 
     def metered(model: str | None, tokens: TokenUsage | None) -> Usage | None:
@@ -252,7 +264,7 @@ def _nl_signal(task: Task, judgement: _Judgement, rate: float | None) -> Signal:
 
 
 def unscored(
-    spec: TrialSpec, deps: TrialDeps, state: TrialState, started: datetime, error: str
+    spec: TrialSpec, deps: ScoringDeps, state: TrialState, started: datetime, error: str
 ) -> TrialResult:
     """The result of a trial whose scoring met a bug of ours: `internal_error`, reward 0 (never excluded:
     the agent's input may have provoked the bug, and it must not pay off), except where no judge is

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from green_agent.failures import classify_trial, is_failed
-from green_agent.limits import AgentLimits
-from green_agent.models import Failure, TrialResult
+from green_agent.core.limits import AgentLimits
+from green_agent.core.models import Failure, TrialResult
+from green_agent.scoring.failures import classify_trial, is_failed
 from retail_domain import Difference, RetailData
 from retail_domain.replay import ParsedCall, replay_with
 

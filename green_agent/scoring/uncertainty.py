@@ -34,7 +34,7 @@ from statistics import variance
 
 from pydantic import BaseModel, Field
 
-from green_agent.models import Estimate
+from green_agent.core.models import Estimate
 
 Z95 = 1.96
 """The two-sided 95% quantile of the normal distribution."""

@@ -7,7 +7,7 @@ override a stop given in the same step. Scoring follows in `scoring.py`.
 
 Who pays for what (the README's scoring rule): whatever goes wrong while receiving, reading, executing or
 scoring what the agent sent is charged to the agent: `agent_error` for its own failures and for breaking a
-bound (`green_agent.limits`), `internal_error` for a bug of ours met on the way (logged with its traceback).
+bound (`core.limits`), `internal_error` for a bug of ours met on the way (logged with its traceback).
 Both score 0 and are never excluded. Only `InfrastructureError` (our user simulator or judge unavailable) is
 excluded, after the engine has retried the trial; a failure of our LLM that the agent's text can provoke
 (content-policy refusal, unusable replies, a context it flooded) is the agent's
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,30 +26,28 @@ from typing import Any
 
 from a2a.types import Part
 
-from green_agent.errors import (
+from domain_kit import DomainEnvironment, TerminationReason
+from green_agent.conversation.user_simulator import GREETING, UserSimulator, is_user_stop
+from green_agent.core.errors import (
     AgentError,
     AgentProtocolError,
     AgentUnreachableError,
     InfrastructureError,
 )
-from green_agent.judge import Judge
-from green_agent.limits import (
+from green_agent.core.limits import (
     TRUNCATION_MARKER,
-    AgentLimits,
     cut_text,
     llm_failure_outcome,
     message_bytes,
     storable,
 )
-from green_agent.llm import TokenUsage
-from green_agent.models import ToolCallRecord, TranscriptMessage, TrialResult, TurnTaken, utcnow
-from green_agent.scoring import score, unscored
-from green_agent.usage import AgentUsageMeter, ModelPrice
-from green_agent.user_simulator import GREETING, UserSimulator, is_user_stop
+from green_agent.core.models import ToolCallRecord, TranscriptMessage, TrialResult, TurnTaken, utcnow
+from green_agent.core.trial import TrialSpec, TrialState
+from green_agent.core.usage import AgentUsageMeter
+from green_agent.scoring.score import ScoringDeps, score, unscored
 from green_agent.white_agent.client import Conversation
 from green_agent.white_agent.dialect import Dialect, ToolOutcome
 from green_agent.white_agent.intake import admit_reply
-from retail_domain import RetailData, RetailEnvironment, Task, TerminationReason
 
 log = logging.getLogger(__name__)
 
@@ -68,15 +66,6 @@ MAX_ERROR_CHARS = 2_000
 """A trial's stored error message is cut to this: agent-controlled text often ends up in it."""
 
 
-@dataclass(frozen=True)
-class TrialSpec:
-    task: Task
-    trial: int
-    seed: int
-    max_steps: int
-    max_errors: int
-
-
 @dataclass
 class AgentContact:
     """Shared by the trials of one assessment: has the white agent answered anything yet?
@@ -93,46 +82,24 @@ class FirstContactFailed(Exception):
     """No message could be delivered before the agent had answered any (the cause is the agent error)."""
 
 
-@dataclass
-class TrialDeps:
-    """What a trial needs from the engine; built once per assessment."""
+@dataclass(kw_only=True)
+class TrialDeps(ScoringDeps):
+    """What a trial needs from the engine (scoring's part, and the conversation's); built once per
+    assessment."""
 
-    data: RetailData
     tools: list[dict[str, Any]]
     open_conversation: Callable[[], AbstractAsyncContextManager[Conversation]]
     choose_dialect: Callable[[Conversation], Dialect]
     user: UserSimulator
-    judge: Judge | None
     normalize_ids: bool
     emit: EventSink
-    limits: AgentLimits = field(default_factory=AgentLimits)
     turn_events: bool = True
     """False when nobody listens: then no `TurnTaken` is built per message."""
-    user_model: str | None = None
-    """The user simulator's model id, for pricing (None: scripted)."""
-    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
     agent_usage_bounds: tuple[int, float] = (10_000_000, 100.0)
     """Largest token count and cost (USD) a white agent may report for one reply."""
     contact: AgentContact = field(default_factory=AgentContact)
     disclose_task_id: bool = False
     """Tell the white agent the task id (`TASK_ID_KEY`); only the demo's built-in oracle is ever told."""
-    judge_skip_when_failed: bool = False
-    """No judge where the reward is 0 whatever it says (`EngineSettings.judge_skip_when_failed`)."""
-
-
-@dataclass
-class TrialState:
-    transcript: list[TranscriptMessage] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    steps: int = 0
-    num_errors: int = 0
-    error: str | None = None
-    db_hash: str | None = None
-    transcript_bytes: int = 0
-    agent_bytes: int = 0
-    """What counts against `max_agent_text_bytes_per_trial`: the agent's messages and its tool results."""
-    user_tokens: TokenUsage | None = None
-    agent_usage: AgentUsageMeter | None = None
 
 
 class EventHandlerFailed(Exception):
@@ -192,7 +159,7 @@ async def _converse(spec: TrialSpec, deps: TrialDeps, state: TrialState) -> Term
             return await loop.run()
     finally:
         # An end state equal to the gold one takes the gold hash without hashing the DB again (~1 ms).
-        state.db_hash = env.db_hash(known=deps.data.gold(spec.task.id).db)
+        state.db_hash = env.db_hash(known=deps.data.gold(spec.task.id).fingerprint)
 
 
 class _Loop:
@@ -204,7 +171,7 @@ class _Loop:
         state: TrialState,
         deps: TrialDeps,
         conversation: Conversation,
-        env: RetailEnvironment,
+        env: DomainEnvironment,
     ) -> None:
         self.spec, self.state, self.deps, self.conversation, self.env = spec, state, deps, conversation, env
         self.dialect = deps.choose_dialect(conversation)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +21,23 @@ AGENT_USAGE_KEY = "tau2_usage"
 int, "cost_usd": float}` for the LLM work behind *that* reply (not a running total); every field optional."""
 
 _TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Tokens an LLM endpoint reported, over every response a `complete` call received (retried empty
+    replies were billed too); `calls` counts those responses."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.calls + other.calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
 
 
 class ModelPrice(BaseModel):

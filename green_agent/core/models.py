@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field, model_validator
 
-from green_agent.usage import TrialUsage, Usage
+from green_agent.core.usage import TrialUsage, Usage
 
 SIGNAL_DB = "DB_STATE_MATCH"
 SIGNAL_NL = "NL_ASSERTION"
@@ -99,12 +99,12 @@ FailureKind = Literal[
     "nl_assertion",
     "tool_errors",
 ]
-"""What went wrong in a failed trial (green_agent/failures.py), in the order a trial's first one names it."""
+"""What went wrong in a failed trial (scoring/failures.py), in the order a trial's first one names it."""
 FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
 
 class Failure(BaseModel):
-    """One thing that went wrong in a failed trial, in the agent's terms (green_agent/failures.py): which gold
+    """One thing that went wrong in a failed trial, in the agent's terms (scoring/failures.py): which gold
     action, which argument, what gold expected and what the agent sent or got. A trial can carry several."""
 
     kind: FailureKind
@@ -229,7 +229,7 @@ PARTIAL_REASONS = {
 
 
 class Estimate(BaseModel):
-    """A number with its task-clustered error bar (green_agent/uncertainty.py)."""
+    """A number with its task-clustered error bar (green_agent/scoring/uncertainty.py)."""
 
     value: float
     stderr: float | None = Field(
