@@ -26,7 +26,9 @@ WORKDIR /app
 COPY requirements.lock ./
 RUN pip install --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
+COPY domain_kit ./domain_kit
 COPY retail_domain ./retail_domain
+COPY airline_domain ./airline_domain
 COPY green_agent ./green_agent
 COPY api ./api
 COPY migrations ./migrations

@@ -50,7 +50,7 @@ async def measure(args: argparse.Namespace) -> list[list[object]]:
                     result = await run_measured(green, config, white)
                 by_key = {(t.task_id, t.trial): t for t in result.trials}
                 start_order = Engine(settings, data).longest_first(
-                    [(t, k) for k in range(args.trials) for t in data.splits["base"]]
+                    config, [(t, k) for k in range(args.trials) for t in data.splits["base"]]
                 )
                 paths = [critical_path(by_key[key], delay, args.user_delay_s) for key in start_order]
                 walls[longest_first] = result.wall_s

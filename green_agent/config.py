@@ -29,6 +29,7 @@ from pydantic import (
 from green_agent.core.limits import AgentLimits
 from green_agent.core.one_line import unshowable_reason
 from green_agent.core.usage import ModelPrice
+from green_agent.domains import DEFAULT_DOMAIN, check_domain, domain_names
 from green_agent.white_agent.egress import url_problem
 
 SCRIPTED_USER = "scripted"
@@ -152,6 +153,11 @@ class EngineSettings(BaseModel):
         default_factory=dict, description="User-simulator models an assessment may name, by name."
     )
     default_user_model: str = Field(default=SCRIPTED_USER, description="User model when a config names none.")
+    data_dirs: dict[str, Path] = Field(
+        default_factory=dict,
+        description="A directory of upstream data files per domain name (default: each domain's environment "
+        "variable, else its installed files).",
+    )
     judge: LLMEndpoint | None = Field(
         default=None, description="NL-assertion judge; None = assertions not judged."
     )
@@ -331,7 +337,13 @@ class TaskSelection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    split: Literal["base", "train", "test"] = "base"
+    split: str = Field(
+        default="base",
+        max_length=40,
+        pattern=r"^[a-z0-9_]+$",
+        description="A split of the domain's split file (every domain has 'base'; retail and airline add "
+        "'train' and 'test', telecom 'small' and 'full').",
+    )
     task_ids: list[OneLine] | None = Field(
         default=None, max_length=MAX_TASK_IDS, description="Explicit task ids (tasks.json ids)."
     )
@@ -372,6 +384,11 @@ class AssessmentConfig(BaseModel):
         max_length=MAX_URL_CHARS,
         description="Base URL of the white agent (its agent card is fetched from there).",
     )
+    domain: OneLine = Field(
+        default=DEFAULT_DOMAIN,
+        max_length=40,
+        description=f"The tau2 domain to assess on: one of {', '.join(domain_names())}.",
+    )
     tasks: TaskSelection = Field(default_factory=TaskSelection)
     trials: int = Field(
         default=1, ge=1, le=32, description="Trials per task (pass^k is reported up to k=trials)."
@@ -411,6 +428,11 @@ class AssessmentConfig(BaseModel):
         if problem is not None:
             raise ValueError(problem)
         return value.rstrip("/")
+
+    @field_validator("domain")
+    @classmethod
+    def _known_domain(cls, value: str) -> str:
+        return check_domain(value)
 
     @field_validator("agent_headers")
     @classmethod

@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
@@ -35,6 +36,7 @@ from typing import Any
 
 from a2a.types import AgentCard
 
+from domain_kit import AssertionCheck, DomainData, EnvironmentCheck, TerminationReason
 from green_agent.config import (
     SCRIPTED_USER,
     AssessmentConfig,
@@ -64,6 +66,7 @@ from green_agent.core.models import (
 from green_agent.core.seeds import trial_seeds
 from green_agent.core.trial import TrialSpec, TrialState
 from green_agent.core.usage import TrialUsage
+from green_agent.domains import load_domain
 from green_agent.llm.client import ChatLLM, RetryPolicy, endpoint_limits
 from green_agent.llm.gate import PARTY, EndpointGate, EndpointStatus, GatePolicy, GateRegistry
 from green_agent.llm.judge import Judge
@@ -77,7 +80,6 @@ from green_agent.white_agent.dialect import Dialect, declares_structured
 from green_agent.white_agent.egress import EgressPolicy, Resolver, resolve_agent
 from green_agent.white_agent.structured_dialect import StructuredDialect
 from green_agent.white_agent.text_dialect import TextDialect
-from retail_domain import TOOL_SCHEMAS, RetailData, TerminationReason
 
 log = logging.getLogger(__name__)
 
@@ -85,14 +87,17 @@ EventHandler = Callable[[Any], Awaitable[None]]
 
 
 class Engine:
-    """Long-lived: `async with Engine(settings, data) as engine: await engine.run(config)`."""
+    """Long-lived: `async with Engine(settings) as engine: await engine.run(config)`.
+
+    Domains come from the registry (green_agent/domains.py) by the name an assessment's config gives, each
+    loaded once per engine; `data` pre-loads one (tests and the CLI pass the one they already hold)."""
 
     def __init__(
-        self, settings: EngineSettings, data: RetailData, *, resolver: Resolver | None = None
+        self, settings: EngineSettings, data: DomainData | None = None, *, resolver: Resolver | None = None
     ) -> None:
         self.settings = settings
-        self.data = data
-        self._tools = [dict(schema) for schema in TOOL_SCHEMAS]
+        self._domains: dict[str, DomainData] = {data.name: data} if data is not None else {}
+        self._domain_lock = threading.Lock()
         self._resolver = resolver
         self._pools: dict[EgressPolicy, WhiteAgentPool] = {}
         self._llms: dict[tuple[str, str | None, str | None, str], ChatLLM] = {}
@@ -167,12 +172,28 @@ class Engine:
     def _gate(self, endpoint: LLMEndpoint) -> EndpointGate:
         return self.gates.gate(endpoint.model, endpoint.base_url, endpoint.api_key, endpoint_limits(endpoint))
 
-    def rejudgeable(self, trial: TrialResult) -> bool:
-        """Whether a retry judges this stored trial again rather than running it again or keeping it: it is
-        excluded (no reward) for want of a verdict (its judge failed, or none was configured), its
-        conversation finished, and a judge is configured now. A trial charged for a judge failure its text
-        provoked is scored (0) and kept."""
-        task = self.data.tasks.get(trial.task_id)
+    def domain(self, name: str) -> DomainData:
+        """The named domain's data, loaded through the registry on first use (verifying and parsing its files
+        blocks: from async code, `await load_domain(name)` first)."""
+        found = self._domains.get(name)
+        if found is None:
+            with self._domain_lock:
+                found = self._domains.get(name)
+                if found is None:
+                    found = self._domains[name] = load_domain(name, self.settings.data_dirs.get(name))
+        return found
+
+    async def load_domain(self, name: str) -> DomainData:
+        """`domain(name)`, with the first load in a thread (airline's DB is 7 MB of JSON)."""
+        found = self._domains.get(name)
+        return found if found is not None else await asyncio.to_thread(self.domain, name)
+
+    def rejudgeable(self, trial: TrialResult, domain: str) -> bool:
+        """Whether a retry judges this stored trial of an assessment in `domain` again rather than running it
+        again or keeping it: it is excluded (no reward) for want of a verdict (its judge failed, or none was
+        configured), its conversation finished, and a judge is configured now. A trial charged for a judge
+        failure its text provoked is scored (0) and kept."""
+        task = self.domain(domain).tasks.get(trial.task_id)
         if self._judge is None or task is None or not task.judged or trial.reward is not None:
             return False
         if trial.nl_status not in ("judge_failed", "not_judged"):
@@ -206,28 +227,31 @@ class Engine:
         """The selected task ids, in tasks.json order; raises `ConfigError` saying what to change."""
         self._user_model_name(config)
         self._check_agent_headers(config)
+        data = self.domain(config.domain)
         selection = config.tasks
         if selection.task_ids is not None:
-            unknown = [t for t in selection.task_ids if t not in self.data.tasks]
+            unknown = [t for t in selection.task_ids if t not in data.tasks]
             if unknown:
-                known = list(self.data.tasks)
+                known = list(data.tasks)
                 shown = [t[:40] for t in unknown[:10]]
                 more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
                 raise ConfigError(
                     f"unknown task ids {shown}{more}; use ids from tasks.json ({known[0]!r} to {known[-1]!r})"
                 )
             wanted = set(selection.task_ids)
-            return [t for t in self.data.tasks if t in wanted]
-        split = self.data.splits.get(selection.split)
+            return [t for t in data.tasks if t in wanted]
+        split = data.splits.get(selection.split)
         if split is None:
-            raise ConfigError(f"unknown split {selection.split!r}; use one of {sorted(self.data.splits)}")
+            raise ConfigError(
+                f"unknown split {selection.split!r} of {data.name}; use one of {sorted(data.splits)}"
+            )
         if selection.num_tasks is not None and selection.num_tasks > len(split):
             raise ConfigError(
                 f"num_tasks={selection.num_tasks} but split {selection.split!r} has {len(split)} tasks; "
                 f"lower num_tasks to at most {len(split)}"
             )
         members = set(split)
-        ordered = [t for t in self.data.tasks if t in members]  # tasks.json order, as upstream
+        ordered = [t for t in data.tasks if t in members]  # tasks.json order, as upstream
         return ordered[: selection.num_tasks] if selection.num_tasks else ordered
 
     def _check_agent_headers(self, config: AssessmentConfig) -> None:
@@ -251,7 +275,7 @@ class Engine:
     def _user_simulator(self, config: AssessmentConfig) -> UserSimulator:
         name = self._user_model_name(config)
         if name == SCRIPTED_USER:
-            return ScriptedUserSimulator(delay_s=self.settings.scripted_user_delay_s)
+            return ScriptedUserSimulator(domain=config.domain, delay_s=self.settings.scripted_user_delay_s)
         endpoint = self.settings.user_models[name]
         return LLMUserSimulator(name=name, llm=self._llm(endpoint), guidelines=self._guidelines)
 
@@ -275,14 +299,17 @@ class Engine:
         task_ids = self.validate(config)
         return [(t, k) for k in range(config.trials) for t in task_ids]
 
-    def longest_first(self, keys: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    def longest_first(
+        self, config: AssessmentConfig, keys: Sequence[tuple[str, int]]
+    ) -> list[tuple[str, int]]:
         """`keys` in the order trials should start: longest expected conversation first (the task's gold
         action count stands for its length), so that the slowest trials do not start last and stretch the
         tail of the run. Ties keep report order. With the `longest_first` setting off: report order."""
         if not self.settings.longest_first:
             return list(keys)
+        tasks = self.domain(config.domain).tasks
         position = {key: i for i, key in enumerate(keys)}
-        return sorted(keys, key=lambda key: (-len(self.data.tasks[key[0]].gold_actions), position[key]))
+        return sorted(keys, key=lambda key: (-len(tasks[key[0]].gold_actions), position[key]))
 
     async def open_assessment(
         self,
@@ -301,6 +328,7 @@ class Engine:
         `assessment_id` are whose slots the trials take (fair sharing). Raises `AgentEgressError` when the
         agent URL or its card leads where the policy refuses, `AgentNotReachedError` when its card cannot be
         read: such an assessment could not run at all."""
+        await self.load_domain(config.domain)
         self.validate(config)
         emit = on_event or _ignore
         agent = await resolve_agent(config.agent_url, self._resolver)
@@ -339,11 +367,12 @@ class Engine:
         for warning in step_limit:
             log.warning("%s", warning)
         clock = time.monotonic()
+        await self.load_domain(config.domain)
         keys = self.trial_keys(config)
         position = {key: i for i, key in enumerate(keys)}
         done = {(r.task_id, r.trial): r for r in completed if (r.task_id, r.trial) in position}
         emit = on_event or _ignore
-        pending = [key for key in self.longest_first(keys) if key not in done]
+        pending = [key for key in self.longest_first(config, keys) if key not in done]
         results: list[TrialResult] = []
         if not pending:
             return compute_report(
@@ -469,9 +498,10 @@ class Engine:
             return TextDialect(depth)
 
         user = self._user_simulator(config)
+        data = self.domain(config.domain)
         return TrialDeps(
-            data=self.data,
-            tools=self._tools,
+            data=data,
+            tools=[dict(schema) for schema in data.tool_schemas],
             open_conversation=open_conversation,
             choose_dialect=choose_dialect,
             user=user,
@@ -525,7 +555,7 @@ class AssessmentRun:
         """Run and score one trial; its `TrialFinished` is the caller's to report (after the slots are
         released, so that storing it never holds one)."""
         spec = TrialSpec(
-            task=self._engine.data.tasks[task_id],
+            task=self._deps.data.tasks[task_id],
             trial=trial,
             seed=self._seeds[trial],
             max_steps=self.config.max_steps,
@@ -553,7 +583,7 @@ class AssessmentRun:
         it cannot be judged from what is stored (its conversation did not finish, or it was stored before
         `conversation_end` was kept and its judge failed): run it again instead."""
         judge = self._deps.judge
-        task = self._engine.data.tasks[stored.task_id]
+        task = self._deps.data.tasks[stored.task_id]
         end = stored.conversation_end or _end_of_unjudged(stored)
         if judge is None or not task.judged or end is None:
             return None
@@ -573,6 +603,7 @@ class AssessmentRun:
             num_errors=stored.num_errors,
             error=end.error,
             db_hash=stored.db_actual_hash,
+            environment=_stored_environment(stored, self._deps.data.gold(task.id).db_hash),
             agent_bytes=end.agent_bytes,
         )
         if judge.llm.gate is not None:
@@ -639,6 +670,19 @@ def _end_of_unjudged(stored: TrialResult) -> ConversationEnd | None:
         if m.role in ("assistant", "tool")
     )
     return ConversationEnd(reason=stored.termination_reason, error=stored.error, agent_bytes=agent_bytes)
+
+
+def _stored_environment(stored: TrialResult, gold_hash: str) -> EnvironmentCheck | None:
+    """The environment check a stored trial was scored with, rebuilt from what it stored (a retry judges it
+    again without its environment)."""
+    if stored.db_actual_hash is None:
+        return None
+    return EnvironmentCheck(
+        db_matched=stored.db_actual_hash == gold_hash,
+        db_expected_hash=gold_hash,
+        db_actual_hash=stored.db_actual_hash,
+        assertions=tuple(AssertionCheck(**check) for check in stored.env_assertion_checks),
+    )
 
 
 def _sha256(text: str) -> str:

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from domain_kit.calls import Requestor, ToolCall, ToolResult
+from domain_kit.store import BaseDb, DbFingerprint, OverlayDb
 
 from .schemas import TOOL_NAMES, WRITE_TOOLS
-from .store import BaseDb, DbFingerprint, OverlayDb
 from .tools import RetailTools
 
 __all__ = ["RetailEnvironment", "ToolCall", "ToolResult", "normalize_arguments"]
@@ -140,13 +140,7 @@ class RetailEnvironment:
 
     def entity(self, table: str, key: str) -> Any:
         """The current state of one order, user or product (read-only: do not mutate)."""
-        if table == "orders":
-            return self._db.order(key)
-        if table == "users":
-            return self._db.user(key)
-        if table == "products":
-            return self._db.product(key)
-        raise KeyError(table)
+        return self._db.get(table, key)
 
     def dump(self) -> dict[str, Any]:
         """The whole DB as upstream's model_dump() (a deep copy; slow, for debugging)."""

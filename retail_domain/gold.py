@@ -8,10 +8,10 @@ evaluator.
 from __future__ import annotations
 
 from domain_kit.outcomes import GoldOutcome
+from domain_kit.store import BaseDb
 from domain_kit.tasks import Task
 
 from .environment import RetailEnvironment
-from .store import BaseDb
 
 
 def replay_gold(base: BaseDb, task: Task) -> GoldOutcome:

@@ -11,13 +11,14 @@ from typing import Any
 from domain_kit.calls import ToolCall
 from domain_kit.outcomes import EnvironmentCheck, GoldOutcome
 from domain_kit.protocols import DomainEnvironment
+from domain_kit.store import BaseDb
 from domain_kit.tasks import Task, parse_splits, parse_tasks
 
 from .data import DataSource, locate_data, read_raw
 from .environment import RetailEnvironment
 from .gold import replay_gold
+from .models import normalize_db
 from .schemas import READ_TOOLS, TOOL_SCHEMAS, WRITE_TOOLS
-from .store import BaseDb, normalize_db
 
 DOMAIN_NAME = "retail"
 

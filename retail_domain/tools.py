@@ -17,22 +17,16 @@ matches.
 
 from __future__ import annotations
 
-import ast
 import json
-import warnings
 from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel
 
-from .store import Entity, OverlayDb
+from domain_kit.calculate import calculate
+from domain_kit.store import Entity, OverlayDb
 
 CANCEL_REASONS = frozenset({"no longer needed", "ordered by mistake"})
-
-# calculate() evaluates Python arithmetic like upstream, but a remote agent could otherwise send 9**9**9**9
-# and stall the worker: integer results beyond this many bits raise the error upstream would reach (the
-# float() conversion overflows long before this size). Within the float range the result is unchanged.
-_MAX_INT_BITS = 1 << 16
 
 
 class UserAddress(BaseModel):
@@ -53,59 +47,6 @@ def _payment(transaction_type: str, amount: Any, payment_method_id: str) -> Enti
     return {"transaction_type": transaction_type, "amount": amount, "payment_method_id": payment_method_id}
 
 
-def _too_big(value: Any) -> bool:
-    return isinstance(value, int) and value.bit_length() > _MAX_INT_BITS
-
-
-def _guarded_pow(base: Any, exponent: Any) -> Any:
-    if (
-        isinstance(base, int)
-        and isinstance(exponent, int)
-        and exponent > 0
-        and abs(base) > 1
-        and (abs(base).bit_length() - 1) * exponent > _MAX_INT_BITS
-    ):
-        raise OverflowError("int too large to convert to float")
-    result = base**exponent
-    if _too_big(result):
-        raise OverflowError("int too large to convert to float")
-    return result
-
-
-def _guarded_mul(left: Any, right: Any) -> Any:
-    if (
-        isinstance(left, int)
-        and isinstance(right, int)
-        and left.bit_length() + right.bit_length() > _MAX_INT_BITS
-    ):
-        raise OverflowError("int too large to convert to float")
-    return left * right
-
-
-class _GuardArithmetic(ast.NodeTransformer):
-    """Route ** and * through the size guards; everything else is left to Python as upstream's eval does."""
-
-    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        self.generic_visit(node)
-        guard = {ast.Pow: "_pow", ast.Mult: "_mul"}.get(type(node.op))
-        if guard is None:
-            return node
-        call = ast.Call(func=ast.Name(id=guard, ctx=ast.Load()), args=[node.left, node.right], keywords=[])
-        return ast.copy_location(call, node)
-
-
-def _evaluate(expression: str) -> Any:
-    # Same parse as eval(str): leading spaces and tabs are ignored; syntax errors carry the same message.
-    source = expression.lstrip(" \t")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = ast.parse(source, filename="<string>", mode="eval")
-        guarded = ast.fix_missing_locations(_GuardArithmetic().visit(tree))
-        code = compile(guarded, "<string>", "eval")
-    scope = {"__builtins__": None, "_pow": _guarded_pow, "_mul": _guarded_mul}
-    return eval(code, scope, {})
-
-
 class RetailTools:
     """The agent-facing retail tools bound to one trial's DB."""
 
@@ -115,22 +56,22 @@ class RetailTools:
     # ----------------------------------------------------------------- lookups (read-only results)
 
     def _get_order(self, order_id: str) -> Entity:
-        if not self.db.has_order(order_id):
+        if not self.db.has("orders", order_id):
             raise ValueError("Order not found")
-        return self.db.order(order_id)
+        return self.db.get("orders", order_id)
 
     def _get_user(self, user_id: str) -> Entity:
-        if not self.db.has_user(user_id):
+        if not self.db.has("users", user_id):
             raise ValueError("User not found")
-        return self.db.user(user_id)
+        return self.db.get("users", user_id)
 
     def _get_product(self, product_id: str) -> Entity:
-        if not self.db.has_product(product_id):
+        if not self.db.has("products", product_id):
             raise ValueError("Product not found")
-        return self.db.product(product_id)
+        return self.db.get("products", product_id)
 
     def _get_item(self, item_id: str) -> Entity:
-        for _, product in self.db.products_items():
+        for product in self.db.values("products"):
             if item_id in product["variants"]:
                 variant: Entity = product["variants"][item_id]
                 return variant
@@ -151,7 +92,7 @@ class RetailTools:
         return method
 
     def _writable_payment_method(self, user_id: str, payment_method_id: str) -> Entity:
-        method: Entity = self.db.user_for_write(user_id)["payment_methods"][payment_method_id]
+        method: Entity = self.db.for_write("users", user_id)["payment_methods"][payment_method_id]
         return method
 
     def _credit_gift_card(self, user_id: str, payment_method_id: str, amount: Any) -> None:
@@ -188,9 +129,7 @@ class RetailTools:
     # ----------------------------------------------------------------- the 16 tools, in upstream order
 
     def calculate(self, expression: str) -> str:
-        if not all(char in "0123456789+-*/(). " for char in expression):
-            raise ValueError("Invalid characters in expression")
-        return str(round(float(_evaluate(expression)), 2))
+        return calculate(expression)
 
     def cancel_pending_order(self, order_id: str, reason: str) -> Entity:
         order = self._get_order(order_id)
@@ -206,7 +145,7 @@ class RetailTools:
             method = self._get_payment_method(user["user_id"], payment_id)
             if self._is_gift_card(method):  # gift-card refunds are immediate
                 self._credit_gift_card(user["user_id"], payment_id, payment["amount"])
-        order = self.db.order_for_write(order_id)
+        order = self.db.for_write("orders", order_id)
         order["status"] = "cancelled"
         order["cancel_reason"] = reason
         order["payment_history"].extend(refunds)
@@ -234,7 +173,7 @@ class RetailTools:
         method = self._get_payment_method(order["user_id"], payment_method_id)
         if self._is_gift_card(method) and method["balance"] < diff_price:
             raise ValueError("Insufficient gift card balance to pay for the price difference")
-        order = self.db.order_for_write(order_id)
+        order = self.db.for_write("orders", order_id)
         order["status"] = "exchange requested"
         order["exchange_items"] = sorted(item_ids)
         order["exchange_new_items"] = sorted(new_item_ids)
@@ -243,7 +182,7 @@ class RetailTools:
         return order
 
     def find_user_id_by_name_zip(self, first_name: str, last_name: str, zip: str) -> str:
-        for user_id, user in self.db.user_items():
+        for user_id, user in self.db.items("users"):
             if (
                 user["name"]["first_name"].lower() == first_name.lower()
                 and user["name"]["last_name"].lower() == last_name.lower()
@@ -253,7 +192,7 @@ class RetailTools:
         raise ValueError("User not found")
 
     def find_user_id_by_email(self, email: str) -> str:
-        for user_id, user in self.db.user_items():
+        for user_id, user in self.db.items("users"):
             if user["email"].lower() == email.lower():
                 return user_id
         raise ValueError("User not found")
@@ -271,7 +210,7 @@ class RetailTools:
         return self._get_user(user_id)
 
     def list_all_product_types(self) -> str:
-        names = {product["name"]: product["product_id"] for _, product in self.db.products_items()}
+        names = {product["name"]: product["product_id"] for product in self.db.values("products")}
         return json.dumps(names, sort_keys=True)
 
     def modify_pending_order_address(
@@ -283,7 +222,7 @@ class RetailTools:
         address = UserAddress(
             address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
         ).model_dump()
-        order = self.db.order_for_write(order_id)
+        order = self.db.for_write("orders", order_id)
         order["address"] = address
         return order
 
@@ -311,7 +250,7 @@ class RetailTools:
         method = self._get_payment_method(order["user_id"], payment_method_id)
         if self._is_gift_card(method) and method["balance"] < diff_price:
             raise ValueError("Insufficient gift card balance to pay for the new item")
-        order = self.db.order_for_write(order_id)
+        order = self.db.for_write("orders", order_id)
         order["payment_history"].append(
             _payment("payment" if diff_price > 0 else "refund", abs(diff_price), payment_method_id)
         )
@@ -342,7 +281,7 @@ class RetailTools:
         amount = history[0]["amount"]
         if self._is_gift_card(method) and method["balance"] < amount:
             raise ValueError("Insufficient gift card balance to pay for the order")
-        order = self.db.order_for_write(order_id)
+        order = self.db.for_write("orders", order_id)
         old_method_id = order["payment_history"][0]["payment_method_id"]
         order["payment_history"].extend(
             [_payment("payment", amount, payment_method_id), _payment("refund", amount, old_method_id)]
@@ -361,7 +300,7 @@ class RetailTools:
         address = UserAddress(
             address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
         ).model_dump()
-        user = self.db.user_for_write(user_id)
+        user = self.db.for_write("users", user_id)
         user["address"] = address
         return user
 
@@ -379,7 +318,7 @@ class RetailTools:
         ):
             raise ValueError("Payment method should be the original payment method")
         self._check_item_counts(order, item_ids, "Some item not found")
-        order = self.db.order_for_write(order_id)
+        order = self.db.for_write("orders", order_id)
         order["status"] = "return requested"
         order["return_items"] = sorted(item_ids)
         order["return_payment_method_id"] = payment_method_id

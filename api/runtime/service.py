@@ -203,7 +203,9 @@ class AssessmentEngine(Protocol):
 
     def trial_keys(self, config: AssessmentConfig) -> list[tuple[str, int]]: ...
 
-    def longest_first(self, keys: Sequence[tuple[str, int]]) -> list[tuple[str, int]]: ...
+    def longest_first(
+        self, config: AssessmentConfig, keys: Sequence[tuple[str, int]]
+    ) -> list[tuple[str, int]]: ...
 
     async def open_assessment(
         self,
@@ -223,7 +225,7 @@ class AssessmentEngine(Protocol):
         """Raises LLMUnavailableError when an LLM endpoint `config` needs does not answer."""
         ...
 
-    def rejudgeable(self, trial: TrialResult) -> bool:
+    def rejudgeable(self, trial: TrialResult, domain: str) -> bool:
         """Whether a retry judges this stored trial again (rather than running it again or keeping it)."""
         ...
 
@@ -442,7 +444,7 @@ class AssessmentService:
         running (not counting `ending`, the trial of the job that calls this and is about to end); finish
         the assessment when nothing is left to run. One process at a time per assessment (`exclusive`)."""
         config = _config_of(record)
-        order = self._engine.longest_first(self._engine.trial_keys(config))
+        order = self._engine.longest_first(config, self._engine.trial_keys(config))
         async with self.queue.exclusive(record.id) as connection:
             # Queued first, stored second: a trial that ends in between is then seen in one or the other.
             queued = await self.queue.queued_trials(record.id, connection)
@@ -559,7 +561,7 @@ class AssessmentService:
                 f"storing the agent name of assessment {assessment_id}",
                 lambda: self.repository.set_agent_name(assessment_id, run.agent_name),
             )
-        order = self._engine.longest_first(self._engine.trial_keys(config))
+        order = self._engine.longest_first(config, self._engine.trial_keys(config))
         opened = _Opened(
             run,
             turns,
@@ -935,7 +937,8 @@ class AssessmentService:
         stored = {
             (t.task_id, t.trial): t for t in await self.repository.trial_results(record.id, transcripts=False)
         }
-        judge = tuple(key for key in keys if key in stored and self._engine.rejudgeable(stored[key]))
+        rejudgeable = self._engine.rejudgeable
+        judge = tuple(key for key in keys if key in stored and rejudgeable(stored[key], config.domain))
         to_judge = set(judge)
         excluded = [
             key

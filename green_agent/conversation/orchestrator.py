@@ -42,7 +42,7 @@ from green_agent.core.limits import (
     storable,
 )
 from green_agent.core.models import ToolCallRecord, TranscriptMessage, TrialResult, TurnTaken, utcnow
-from green_agent.core.trial import TrialSpec, TrialState
+from green_agent.core.trial import TrialSpec, TrialState, trajectory_calls
 from green_agent.core.usage import AgentUsageMeter
 from green_agent.scoring.score import ScoringDeps, score, unscored
 from green_agent.white_agent.client import Conversation
@@ -56,6 +56,8 @@ AGENT_STOP_TOKEN = "###STOP###"
 
 TRIAL_SEED_KEY = "tau2_trial_seed"
 """Message metadata key carrying the trial seed (upstream passes it to the agent's LLM as `seed`)."""
+DOMAIN_KEY = "tau2_demo_domain"
+"""Message metadata key naming the task's domain, sent with `TASK_ID_KEY`."""
 TASK_ID_KEY = "tau2_demo_task_id"
 """Message metadata key naming the task, sent only with `EngineSettings.disclose_task_id` (the demo's oracle
 with a model-played customer: it replays the task's gold actions, so it must be told which task it is)."""
@@ -151,15 +153,17 @@ async def run_trial(spec: TrialSpec, deps: TrialDeps) -> TrialResult:
 
 
 async def _converse(spec: TrialSpec, deps: TrialDeps, state: TrialState) -> TerminationReason:
-    env = deps.data.new_environment(normalize_ids=deps.normalize_ids)
+    env = deps.data.new_environment(spec.task.id, normalize_ids=deps.normalize_ids)
     try:
         # The conversation (and the agent card) comes first: a dead agent costs no user-LLM call.
         async with deps.open_conversation() as conversation:
             loop = _Loop(spec, state, deps, conversation, env)
             return await loop.run()
     finally:
-        # An end state equal to the gold one takes the gold hash without hashing the DB again (~1 ms).
-        state.db_hash = env.db_hash(known=deps.data.gold(spec.task.id).fingerprint)
+        # The domain's environment evaluator on the end state (retail and airline: the live DB's hash, which
+        # takes the gold hash without hashing again when it equals the gold end state).
+        check = deps.data.check_environment(spec.task.id, env, trajectory_calls(state.transcript))
+        state.environment, state.db_hash = check, check.db_actual_hash
 
 
 class _Loop:
@@ -178,6 +182,7 @@ class _Loop:
         conversation.metadata[TRIAL_SEED_KEY] = spec.seed  # upstream gives the agent's LLM the trial seed too
         if deps.disclose_task_id:
             conversation.metadata[TASK_ID_KEY] = spec.task.id
+            conversation.metadata[DOMAIN_KEY] = deps.data.name
         self.user = deps.user.session(spec.task, spec.seed)
         self.agent_usage = state.agent_usage = AgentUsageMeter(*deps.agent_usage_bounds)
 

@@ -10,9 +10,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from domain_kit import Task
 from green_agent.core.usage import TokenUsage
 from green_agent.llm.client import ChatLLM
-from retail_domain import Task
 
 GREETING = "Hi! How can I help you today?"
 """The fixed first message of every conversation (upstream's), spoken for the agent before the user starts."""
@@ -74,26 +74,31 @@ class LLMUserSession:
         return text
 
 
-SCRIPTED_OPENING = "Hi, I'm the scripted customer for task {task_id}. Please take care of my request."
+SCRIPTED_OPENING = (
+    "Hi, I'm the scripted customer for task {task_id} of the {domain} domain. Please take care of my request."
+)
 
 
 @dataclass
 class ScriptedUserSimulator:
     """A deterministic stand-in for the customer, for tests and the demo; it needs no LLM.
 
-    It opens with `SCRIPTED_OPENING` (naming the task, which is how the oracle agent knows what to do) and
-    answers `###STOP###` to the agent's first text message. `delay_s` simulates LLM latency in benchmarks.
+    It opens with `SCRIPTED_OPENING` (naming the domain and the task, which is how the oracle agent knows
+    what to do) and answers `###STOP###` to the agent's first text message. `delay_s` simulates LLM latency
+    in benchmarks.
     """
 
     name: str = "scripted"
+    domain: str = "retail"
     delay_s: float = 0.0
 
     def session(self, task: Task, seed: int) -> ScriptedUserSession:
-        return ScriptedUserSession(task_id=task.id, delay_s=self.delay_s)
+        return ScriptedUserSession(domain=self.domain, task_id=task.id, delay_s=self.delay_s)
 
 
 @dataclass
 class ScriptedUserSession:
+    domain: str
     task_id: str
     delay_s: float = 0.0
     turns: int = 0
@@ -104,5 +109,5 @@ class ScriptedUserSession:
             await asyncio.sleep(self.delay_s)
         self.turns += 1
         if self.turns == 1:  # answering the fixed greeting
-            return SCRIPTED_OPENING.format(task_id=self.task_id)
+            return SCRIPTED_OPENING.format(domain=self.domain, task_id=self.task_id)
         return "###STOP###"

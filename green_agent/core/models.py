@@ -18,8 +18,11 @@ SIGNAL_NL = "NL_ASSERTION"
 SIGNAL_CLEAN_EXIT = "CLEAN_EXIT"
 SIGNAL_ACTION = "ACTION_MATCH"
 SIGNAL_COMMUNICATE = "COMMUNICATE"
-SIGNAL_NAMES = (SIGNAL_DB, SIGNAL_NL, SIGNAL_CLEAN_EXIT, SIGNAL_ACTION, SIGNAL_COMMUNICATE)
-"""Every per-trial signal, in report order; the first three gate success, the last two are diagnostics."""
+SIGNAL_ENV = "ENV_ASSERTION"
+SIGNAL_NAMES = (SIGNAL_DB, SIGNAL_NL, SIGNAL_CLEAN_EXIT, SIGNAL_ACTION, SIGNAL_COMMUNICATE, SIGNAL_ENV)
+"""Every per-trial signal, in report order. CLEAN_EXIT always gates success; each of the others gates it where
+the task's reward basis names it (DB, NL_ASSERTION, ACTION, COMMUNICATE, ENV_ASSERTION) and is a diagnostic
+elsewhere, or not applicable where the task has nothing for it to check."""
 
 
 def utcnow() -> datetime:
@@ -137,6 +140,11 @@ class TrialResult(BaseModel):
     db_actual_hash: str | None = None
     action_checks: list[dict[str, Any]] = Field(default_factory=list)
     communicate_checks: list[dict[str, Any]] = Field(default_factory=list)
+    env_assertion_checks: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Each env assertion of the task on the trial's end state: func_name, env_type, "
+        "arguments, expected, actual (None: it raised), message, error.",
+    )
     transcript: list[TranscriptMessage] = Field(default_factory=list)
     protocol_warnings: list[str] = Field(default_factory=list)
     error: str | None = None
@@ -274,6 +282,9 @@ class AssessmentReport(BaseModel):
     """
 
     schema_version: int = 3
+    domain: str = Field(
+        default="retail", description="The tau2 domain assessed ('retail' in reports stored before domains)."
+    )
     num_tasks: int
     num_trials: int
     trials_total: int

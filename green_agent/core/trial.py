@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from domain_kit.calls import ToolCall
+from domain_kit.outcomes import EnvironmentCheck
 from domain_kit.tasks import Task
 from green_agent.core.models import TranscriptMessage
 from green_agent.core.usage import AgentUsageMeter, TokenUsage
@@ -26,8 +29,21 @@ class TrialState:
     num_errors: int = 0
     error: str | None = None
     db_hash: str | None = None
+    environment: EnvironmentCheck | None = None
+    """What the domain's environment evaluator found at the end (DB against gold, env assertions)."""
     transcript_bytes: int = 0
     agent_bytes: int = 0
     """What counts against `max_agent_text_bytes_per_trial`: the agent's messages and its tool results."""
     user_tokens: TokenUsage | None = None
     agent_usage: AgentUsageMeter | None = None
+
+
+def trajectory_calls(transcript: Sequence[TranscriptMessage]) -> list[ToolCall]:
+    """Every tool call of a trial in order, with who made it (the agent's as "assistant", the customer's as
+    "user"): what upstream's evaluators replay and match."""
+    return [
+        ToolCall(call.name, call.arguments, "user" if message.role == "user" else "assistant")
+        for message in transcript
+        if message.role in ("assistant", "user")
+        for call in message.tool_calls or ()
+    ]

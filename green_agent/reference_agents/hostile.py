@@ -24,8 +24,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from domain_kit import DomainData
 from green_agent.reference_agents.server import agent_card
-from retail_domain import RetailData
 
 GIVE_UP_TEXT = "I'm sorry, I cannot help with that request."
 DONE_TEXT = "All done. Is there anything else?"
@@ -113,7 +113,7 @@ class _Session:
 class HostileAgent:
     """Plays honestly except on the planned tasks; see the module docstring."""
 
-    data: RetailData
+    data: DomainData
     plan: Mapping[str, Sequence[HostileReply]]
     sessions: dict[str, _Session] = field(default_factory=dict)
 

@@ -1,7 +1,9 @@
 """The oracle white agent: replays the task's gold actions, one per turn, then says a short closing text.
 
-It learns the task from the scripted customer's opening line, which names it, or, in the demo with a
-model-played customer, from the message metadata the demo's engine adds (`TASK_ID_KEY`, never sent otherwise).
+It learns the domain and the task from the scripted customer's opening line, which names both, or, in the
+demo with a model-played customer, from the message metadata the demo's engine adds (`TASK_ID_KEY` and
+`DOMAIN_KEY`, never sent otherwise). It serves every domain: one it was not built with is loaded through the
+registry on first use.
 Told nothing, it apologizes and calls nothing. Told by metadata, it ends the conversation itself once the
 actions are done (`###STOP###` after its closing text): a small model playing the customer may never stop.
 """
@@ -17,11 +19,12 @@ from dataclasses import dataclass
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 
-from green_agent.conversation.orchestrator import AGENT_STOP_TOKEN, TASK_ID_KEY
+from domain_kit import DomainData, GoldAction
+from green_agent.conversation.orchestrator import AGENT_STOP_TOKEN, DOMAIN_KEY, TASK_ID_KEY
+from green_agent.domains import DEFAULT_DOMAIN, UnknownDomainError, load_domain
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts, text_parts
-from retail_domain import GoldAction, RetailData
 
-_TASK_NAMED = re.compile(r"scripted customer for task ([^\s.]+)")
+_TASK_NAMED = re.compile(r"scripted customer for task ([^\s.]+)(?: of the (\w+) domain)?")
 _MAX_SESSIONS = 50_000
 DONE_TEXT = "All done: everything you asked for has been taken care of. Is there anything else?"
 UNKNOWN_TEXT = "Sorry, I can only serve the scripted customer, who tells me the task number."
@@ -36,21 +39,35 @@ class _Session:
 
 
 class OracleExecutor(AgentExecutor):
-    def __init__(self, data: RetailData, delay_s: float = 0.0) -> None:
-        self._data = data
+    def __init__(self, data: DomainData | None = None, delay_s: float = 0.0) -> None:
+        self._domains: dict[str, DomainData] = {data.name: data} if data is not None else {}
         self._delay_s = delay_s
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
+
+    def _domain(self, name: str) -> DomainData | None:
+        found = self._domains.get(name)
+        if found is None:
+            try:
+                found = self._domains[name] = load_domain(name)  # once per domain, on first use
+            except (UnknownDomainError, KeyError):
+                return None
+        return found
 
     def _session(self, context_id: str, incoming: Incoming) -> _Session | None:
         session = self._sessions.get(context_id)
         if session is not None:
             return session
         match = _TASK_NAMED.search(incoming.text)
-        task_id = match.group(1) if match is not None else str(incoming.metadata.get(TASK_ID_KEY, ""))
-        if task_id not in self._data.tasks:
+        if match is not None:
+            task_id, domain_name = match.group(1), match.group(2) or DEFAULT_DOMAIN
+        else:
+            task_id = str(incoming.metadata.get(TASK_ID_KEY, ""))
+            domain_name = str(incoming.metadata.get(DOMAIN_KEY, DEFAULT_DOMAIN))
+        domain = self._domain(domain_name)
+        if domain is None or task_id not in domain.tasks:
             return None
         session = _Session(
-            actions=self._data.tasks[task_id].gold_actions,
+            actions=domain.tasks[task_id].gold_actions,
             structured=incoming.structured,
             stops=match is None,
         )

@@ -21,13 +21,13 @@ from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterfa
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from domain_kit import DomainData
 from green_agent.config import LLMEndpoint
 from green_agent.llm.client import ChatLLM
 from green_agent.reference_agents.llm_agent import LLMAgentExecutor, ToolCallMode
 from green_agent.reference_agents.misbehaving import NoToolsExecutor, SleepingExecutor, garbage_endpoint
 from green_agent.reference_agents.oracle import OracleExecutor
 from green_agent.white_agent.dialect import STRUCTURED_DIALECT_URI
-from retail_domain import RetailData
 
 ReferenceKind = Literal["oracle", "llm", "no_tools", "garbage", "timeout", "idle"]
 
@@ -96,7 +96,7 @@ def build_agent_app(
 def build_reference_agent_app(
     kind: ReferenceKind,
     *,
-    data: RetailData,
+    data: DomainData | None = None,
     url: str,
     llm: LLMEndpoint | None = None,
     delay_s: float = 0.0,
@@ -189,7 +189,7 @@ async def serve_app(
 async def serve_reference_agent(
     kind: ReferenceKind,
     *,
-    data: RetailData,
+    data: DomainData | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
     llm: LLMEndpoint | None = None,

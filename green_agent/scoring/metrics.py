@@ -164,6 +164,7 @@ def compute_report(
         excluded[TASK_NOT_JUDGED] = task_not_judged
     partial = {reason: n for reason, n in {**excluded, NOT_RUN: not_run}.items() if n}
     return AssessmentReport(
+        domain=config.domain,
         num_tasks=len({t.task_id for t in trials}),
         num_trials=config.trials,
         trials_total=len(trials),

@@ -28,12 +28,12 @@ from datetime import datetime
 
 from domain_kit import (
     ActionCheck,
+    AssertionCheck,
     CommunicateCheck,
     DbCheck,
     DomainData,
     Task,
     TerminationReason,
-    ToolCall,
     check_actions,
     check_communicate,
     check_db,
@@ -47,6 +47,7 @@ from green_agent.core.models import (
     SIGNAL_CLEAN_EXIT,
     SIGNAL_COMMUNICATE,
     SIGNAL_DB,
+    SIGNAL_ENV,
     SIGNAL_NL,
     ConversationEnd,
     Failure,
@@ -56,7 +57,7 @@ from green_agent.core.models import (
     TrialResult,
     utcnow,
 )
-from green_agent.core.trial import TrialSpec, TrialState
+from green_agent.core.trial import TrialSpec, TrialState, trajectory_calls
 from green_agent.core.usage import ModelPrice, TokenUsage, TrialUsage, Usage, priced
 from green_agent.llm.judge import Judge, customer_visible_texts
 from green_agent.scoring.failures import classify_trial, is_failed
@@ -98,14 +99,26 @@ async def score(
     gold_hash = data.gold(task.id).db_hash
     db = check_db(state.db_hash, gold_hash) if state.db_hash is not None else None
     db_matched = db.matched if db else False
+    environment = state.environment
+    assertions = environment.assertions if environment is not None else ()
     unfinished = reason == TerminationReason.INFRASTRUCTURE_ERROR  # our customer failed mid-conversation
+    # ACTION and COMMUNICATE over the whole trajectory: calls of both parties (upstream's action check
+    # ignores who called), and what the customer saw.
+    actions = check_actions(task.gold_actions, trajectory_calls(state.transcript), data.write_tools)
+    communicate = check_communicate(task.communicate_info, customer_visible_texts(state.transcript))
+    checks = {
+        "db_matched": db_matched,
+        "communicate_met": all(c.met for c in communicate),
+        "env_assertions_met": environment.assertions_met if environment is not None else False,
+        "actions_met": all(a.matched for a in actions),
+    }
     judgement = _Judgement("not_required")
     if task.judged and unfinished:
         judgement = _Judgement("not_judged", note="the conversation did not finish")
     elif task.judged and judge is None:
         judgement = _Judgement("not_judged", note="no judge configured; the trial is excluded")
     elif task.judged and judge is not None:
-        decided = score_trial(task, reason, db_matched, None).reward == 0.0
+        decided = score_trial(task, reason, nl_verdicts=None, **checks).reward == 0.0
         if decided and deps.judge_skip_when_failed:
             note = "the judge was not asked: the reward is 0 whatever they say (judge_skip_when_failed)"
             judgement = _Judgement("skipped", note=note)
@@ -125,18 +138,8 @@ async def score(
     reward = (
         None
         if judgement.status == "not_judged"
-        else score_trial(task, reason, db_matched, verdict_flags).reward
+        else score_trial(task, reason, nl_verdicts=verdict_flags, **checks).reward
     )
-
-    calls = [
-        ToolCall(call.name, call.arguments)
-        for message in state.transcript
-        if message.role == "assistant"
-        for call in message.tool_calls or ()
-    ]
-    actions = check_actions(task.gold_actions, calls, data.write_tools)
-    said = customer_visible_texts(state.transcript)
-    communicate = check_communicate(task.communicate_info, said)
     verdicts = judgement.verdicts
     nl_rate = sum(v.passed for v in verdicts) / len(verdicts) if verdicts else None
 
@@ -144,6 +147,7 @@ async def score(
         _db_signal(task, db, unfinished),
         _nl_signal(task, judgement, nl_rate),
         *exit_and_diagnostic_signals(task, reason, actions, communicate),
+        _env_signal(task, assertions, environment is not None, unfinished),
     ]
     result = TrialResult(
         task_id=task.id,
@@ -161,6 +165,7 @@ async def score(
         db_actual_hash=state.db_hash,
         action_checks=[dataclasses.asdict(a) for a in actions],
         communicate_checks=[dataclasses.asdict(c) for c in communicate],
+        env_assertion_checks=[dataclasses.asdict(a) for a in assertions],
         transcript=state.transcript,
         protocol_warnings=state.warnings,
         error=state.error,
@@ -214,7 +219,11 @@ def exit_and_diagnostic_signals(
             name=SIGNAL_CLEAN_EXIT, passed=is_clean_exit(reason), counts=True, detail=f"ended with {reason}"
         ),
         _check_signal(
-            SIGNAL_ACTION, [a.matched for a in actions], False, "gold actions matched", "no gold actions"
+            SIGNAL_ACTION,
+            [a.matched for a in actions],
+            "ACTION" in task.reward_basis,
+            "gold actions matched",
+            "no gold actions",
         ),
         _check_signal(
             SIGNAL_COMMUNICATE,
@@ -235,6 +244,21 @@ def _check_signal(name: str, checks: list[bool], counts: bool, what: str, nothin
         return Signal(name=name, passed=None, counts=False, detail=f"{nothing} in this task (not applicable)")
     detail = f"{sum(checks)}/{len(checks)} {what}" + ("" if counts else " (diagnostic)")
     return Signal(name=name, passed=all(checks), counts=counts, detail=detail)
+
+
+def _env_signal(
+    task: Task, assertions: Sequence[AssertionCheck], evaluated: bool, unfinished: bool
+) -> Signal:
+    """ENV_ASSERTION: every env assertion of the task holds on the end state (where the basis names it, it
+    gates the reward; a task without assertions has nothing to check)."""
+    counts = "ENV_ASSERTION" in task.reward_basis
+    if not task.env_assertions:
+        return _check_signal(SIGNAL_ENV, [], counts, "", "no env assertions")
+    if unfinished or not evaluated:
+        return Signal(name=SIGNAL_ENV, passed=None, counts=counts, detail="not checked: no end state")
+    met = [a.met for a in assertions]
+    detail = f"{sum(met)}/{len(met)} env assertions hold" + ("" if counts else " (diagnostic)")
+    return Signal(name=SIGNAL_ENV, passed=all(met), counts=counts, detail=detail)
 
 
 def _db_signal(task: Task, db: DbCheck | None, unfinished: bool) -> Signal:

@@ -6,8 +6,8 @@ import hashlib
 import json
 import tracemalloc
 
+from domain_kit.store import DbFingerprint
 from retail_domain import RetailData
-from retail_domain.store import DbFingerprint
 
 from .conftest import INITIAL_HASH
 
@@ -40,7 +40,10 @@ def test_two_environments_never_see_each_others_writes(data: RetailData) -> None
 
 
 def test_the_shared_base_is_never_written(data: RetailData) -> None:
-    before = json.dumps(data.base.orders["#W6779827"]), json.dumps(data.base.users["ethan_lopez_6291"])
+    before = (
+        json.dumps(data.base.tables["orders"]["#W6779827"]),
+        json.dumps(data.base.tables["users"]["ethan_lopez_6291"]),
+    )
     env = data.new_environment()
     env.call("cancel_pending_order", CANCEL)
     env.call(
@@ -55,7 +58,10 @@ def test_the_shared_base_is_never_written(data: RetailData) -> None:
             "zip": "1",
         },
     )
-    after = json.dumps(data.base.orders["#W6779827"]), json.dumps(data.base.users["ethan_lopez_6291"])
+    after = (
+        json.dumps(data.base.tables["orders"]["#W6779827"]),
+        json.dumps(data.base.tables["users"]["ethan_lopez_6291"]),
+    )
     assert before == after
     assert data.new_environment().db_hash() == INITIAL_HASH
     assert full_hash(data.new_environment().dump()) == INITIAL_HASH
@@ -78,8 +84,8 @@ def test_incremental_hash_equals_the_full_serialization(data: RetailData) -> Non
             "zip": "f",
         },
     )
-    first_order = min(data.base.orders)
-    last_user = max(data.base.users)
+    first_order = min(data.base.tables["orders"])
+    last_user = max(data.base.tables["users"])
     env.call("get_order_details", {"order_id": first_order})
     env.call(
         "modify_user_address",
@@ -118,7 +124,7 @@ def test_environments_share_the_base_instead_of_copying_it(data: RetailData) -> 
 
 def test_a_write_that_restores_the_base_value_hashes_as_initial(data: RetailData) -> None:
     env = data.new_environment()
-    address = dict(data.base.users["yusuf_rossi_9620"]["address"])
+    address = dict(data.base.tables["users"]["yusuf_rossi_9620"]["address"])
     assert not env.call("modify_user_address", {"user_id": "yusuf_rossi_9620", **address}).error
     assert env.changed_entities() == 1
     assert env.db_hash() == INITIAL_HASH == full_hash(env.dump())
@@ -147,7 +153,7 @@ def test_a_db_equal_to_a_known_one_takes_its_hash_and_any_other_is_hashed(data: 
 
     one_more = data.new_environment()  # the known changes and one more entity
     assert not one_more.call("cancel_pending_order", CANCEL).error
-    address = {**data.base.users["yusuf_rossi_9620"]["address"], "city": "elsewhere"}
+    address = {**data.base.tables["users"]["yusuf_rossi_9620"]["address"], "city": "elsewhere"}
     assert not one_more.call("modify_user_address", {"user_id": "yusuf_rossi_9620", **address}).error
     assert one_more.db_hash(known=stand_in) == full_hash(one_more.dump())
 

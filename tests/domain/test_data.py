@@ -48,19 +48,20 @@ def test_package_lookup_does_not_import_the_package_server() -> None:
 def test_initial_hash_and_counts(data: RetailData) -> None:
     assert data.initial_db_hash() == INITIAL_HASH
     base = data.base
-    assert (len(base.users), len(base.orders), len(base.products)) == (500, 1000, 50)
-    assert Counter(o["status"] for o in base.orders.values()) == {
+    users, orders, products = base.tables["users"], base.tables["orders"], base.tables["products"]
+    assert (len(users), len(orders), len(products)) == (500, 1000, 50)
+    assert Counter(o["status"] for o in base.tables["orders"].values()) == {
         "pending": 423,
         "delivered": 373,
         "processed": 102,
         "cancelled": 102,
     }
-    variants = [v for p in base.products.values() for v in p["variants"].values()]
+    variants = [v for p in base.tables["products"].values() for v in p["variants"].values()]
     assert (len(variants), sum(v["available"] for v in variants)) == (591, 379)
-    sources = Counter(m["source"] for u in base.users.values() for m in u["payment_methods"].values())
+    sources = Counter(m["source"] for u in users.values() for m in u["payment_methods"].values())
     assert sources == {"credit_card": 239, "gift_card": 234, "paypal": 222}
     # Orders carry the seven optional fields as None, in declared order, like upstream's model_dump().
-    order = base.orders["#W2378156"]
+    order = base.tables["orders"]["#W2378156"]
     assert list(order)[7:] == [
         "cancel_reason",
         "exchange_items",

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from domain_kit.store import BaseDb, copy_entity
 from retail_domain import TOOL_NAMES, RetailData, RetailEnvironment
-from retail_domain.store import BaseDb, copy_entity, normalize_db
+from retail_domain.models import normalize_db
 
 from .conftest import INITIAL_HASH
 
@@ -47,7 +48,7 @@ def err(env: RetailEnvironment, name: str, **arguments: Any) -> str:
 
 
 def find_order(data: RetailData, status: str, **having: Any) -> str:
-    for order_id, order in data.base.orders.items():
+    for order_id, order in data.base.tables["orders"].items():
         if order["status"] == status and all(order.get(k) == v for k, v in having.items()):
             return order_id
     raise AssertionError(status)
@@ -103,7 +104,7 @@ def test_model_dumps_use_python_json_defaults_and_keep_nulls(
     env: RetailEnvironment, data: RetailData
 ) -> None:
     content = env.call("get_order_details", {"order_id": DELIVERED}).content
-    assert content == json.dumps(data.base.orders[DELIVERED])
+    assert content == json.dumps(data.base.tables["orders"][DELIVERED])
     assert content.startswith(
         '{"order_id": "#W2378156", "user_id": "yusuf_rossi_9620", "address": {"address1"'
     )
@@ -336,7 +337,7 @@ def test_exchange_errors(
 
 
 def test_exchange_unavailable_new_item(env: RetailEnvironment, data: RetailData) -> None:
-    product = data.base.products["1656367028"]
+    product = data.base.tables["products"]["1656367028"]
     unavailable = next(i for i, v in product["variants"].items() if not v["available"])
     assert (
         err(
@@ -375,7 +376,7 @@ def test_modify_items_last_variant_quirk_and_unrounded_difference(
     assert order["status"] == "pending (item modified)"
     assert [item["price"] for item in order["items"]] == [261.11] * 4  # the last pair's variant, every item
     assert {json.dumps(item["options"]) for item in order["items"]} == {
-        json.dumps(data.base.products["5149340237"]["variants"]["2882812427"]["options"])
+        json.dumps(data.base.tables["products"]["5149340237"]["variants"]["2882812427"]["options"])
     }
     assert order["payment_history"][-1] == {
         "transaction_type": "payment",
@@ -495,12 +496,12 @@ def test_modify_payment(env: RetailEnvironment) -> None:
 
 
 def test_modify_payment_to_a_poor_gift_card(env: RetailEnvironment, data: RetailData) -> None:
-    for order_id, order in data.base.orders.items():
+    for order_id, order in data.base.tables["orders"].items():
         if order["status"] != "pending" or order["payment_history"][0]["payment_method_id"].startswith(
             "gift"
         ):
             continue
-        methods = data.base.users[order["user_id"]]["payment_methods"]
+        methods = data.base.tables["users"][order["user_id"]]["payment_methods"]
         poor = [
             m
             for m in methods.values()
@@ -594,11 +595,11 @@ def test_return(env: RetailEnvironment) -> None:
 
 
 def test_return_to_a_non_original_method(env: RetailEnvironment, data: RetailData) -> None:
-    for order_id, order in data.base.orders.items():
+    for order_id, order in data.base.tables["orders"].items():
         if order["status"] != "delivered":
             continue
         original = order["payment_history"][0]["payment_method_id"]
-        methods = data.base.users[order["user_id"]]["payment_methods"]
+        methods = data.base.tables["users"][order["user_id"]]["payment_methods"]
         others = [m for m in methods.values() if m["id"] != original and m["source"] != "gift_card"]
         gifts = [m for m in methods.values() if m["id"] != original and m["source"] == "gift_card"]
         if others and gifts:
@@ -629,7 +630,11 @@ def test_a_failing_tool_keeps_its_earlier_mutation(data: RetailData) -> None:
     triggers this, so the test builds a base whose order refers to a payment method the user lacks: the
     payment change appends to the history, then fails on the old-method lookup."""
     tables = copy_entity(
-        {"orders": data.base.orders, "products": data.base.products, "users": data.base.users}
+        {
+            "orders": data.base.tables["orders"],
+            "products": data.base.tables["products"],
+            "users": data.base.tables["users"],
+        }
     )
     tables["orders"][GIFT_PAID_PENDING]["payment_history"][0]["payment_method_id"] = "gift_card_gone"
     env = RetailEnvironment(BaseDb(normalize_db(tables)))

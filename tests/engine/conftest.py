@@ -62,4 +62,5 @@ def expected_applicability(data: RetailData, scored_ids: list[str]) -> dict[str,
         "CLEAN_EXIT": len(scored),
         "ACTION_MATCH": sum(1 for task in scored if task.gold_actions),
         "COMMUNICATE": sum(1 for task in scored if task.communicate_info),
+        "ENV_ASSERTION": sum(1 for task in scored if task.env_assertions),
     }

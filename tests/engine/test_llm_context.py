@@ -58,7 +58,7 @@ def customer(data: RetailData) -> Responder:
         messages = body["messages"]
         if len(messages) == 2:  # the system prompt and the greeting
             task_id = next(tid for text, tid in scenarios.items() if text in messages[0]["content"])
-            return FakeReply(SCRIPTED_OPENING.format(task_id=task_id))
+            return FakeReply(SCRIPTED_OPENING.format(domain="retail", task_id=task_id))
         if messages[-1]["content"] in (DONE_TEXT, GIVE_UP_TEXT):
             return FakeReply("Thanks, that's all. ###STOP###")
         return FakeReply("Sorry, could you say that again?")

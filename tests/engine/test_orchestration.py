@@ -160,7 +160,7 @@ async def test_events_stream_each_trial_in_order(data: RetailData) -> None:
         assert mine[0].kind == "trial_started" and mine[-1].kind == "trial_finished"
         turns = [e.message for e in mine if e.kind == "turn_taken"]
         assert turns == mine[-1].result.transcript
-        assert turns[1].content == SCRIPTED_OPENING.format(task_id=task_id)
+        assert turns[1].content == SCRIPTED_OPENING.format(domain="retail", task_id=task_id)
 
 
 async def test_resume_runs_only_missing_trials(data: RetailData) -> None:
@@ -289,7 +289,7 @@ async def test_what_the_white_agent_receives_in_each_dialect(data: RetailData) -
             else text_parts(structured, "Bye")
         )
 
-    opening = SCRIPTED_OPENING.format(task_id="5")
+    opening = SCRIPTED_OPENING.format(domain="retail", task_id="5")
     for dialect in ("text", "structured"):
         executor = always(answer)
         async with serve_executor(executor) as url:

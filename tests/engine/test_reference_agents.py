@@ -83,6 +83,7 @@ async def test_agent_without_tools_matches_only_tasks_whose_gold_is_the_initial_
         "CLEAN_EXIT": 1.0,
         "ACTION_MATCH": 0.0,
         "COMMUNICATE": 0.0,
+        "ENV_ASSERTION": None,
     }
     assert report.complete is False and report.partial_reasons == {"not_judged": 114 - len(scored)}
 
@@ -204,6 +205,7 @@ async def test_an_agent_lost_mid_run_ends_its_trials_as_agent_errors_with_applic
         "CLEAN_EXIT": 0.0,
         "ACTION_MATCH": 0.0,
         "COMMUNICATE": 0.0,
+        "ENV_ASSERTION": None,
     }
     assert report.complete is False and report.partial_reasons == {"not_judged": 2}
     # per trial, a check with nothing to check says "not applicable" instead of a vacuous pass

@@ -15,7 +15,7 @@ def test_longest_first_orders_by_gold_actions_then_report_order(data: RetailData
     keys = engine.trial_keys(config)
     assert keys[:2] == [(next(iter(data.splits["base"])), 0), (data.splits["base"][1], 0)]
 
-    ordered = engine.longest_first(keys)
+    ordered = engine.longest_first(config, keys)
     assert sorted(ordered) == sorted(keys)
     lengths = [len(data.tasks[task_id].gold_actions) for task_id, _ in ordered]
     assert lengths == sorted(lengths, reverse=True) and lengths[0] > lengths[-1]
@@ -25,4 +25,4 @@ def test_longest_first_orders_by_gold_actions_then_report_order(data: RetailData
             assert position[before] < position[after]
 
     in_order = Engine(EngineSettings(longest_first=False), data)
-    assert in_order.longest_first(keys) == keys
+    assert in_order.longest_first(config, keys) == keys

@@ -286,6 +286,7 @@ def test_signal_rates_cover_only_the_trials_where_the_signal_applies() -> None:
         "CLEAN_EXIT": 3,
         "ACTION_MATCH": 1,
         "COMMUNICATE": 1,
+        "ENV_ASSERTION": 0,
     }
     assert report.signal_rates == {
         "DB_STATE_MATCH": 1.0,
@@ -293,6 +294,7 @@ def test_signal_rates_cover_only_the_trials_where_the_signal_applies() -> None:
         "CLEAN_EXIT": pytest.approx(2 / 3),
         "ACTION_MATCH": 0.0,
         "COMMUNICATE": 1.0,
+        "ENV_ASSERTION": None,
     }
     assert report.nl_assertions_total == 3
 

@@ -51,7 +51,7 @@ async def test_customer_and_judge_are_the_real_model_and_usage_is_what_it_genera
     assert result.termination_reason == "agent_stop", result.error
     opening = result.transcript[1]
     assert opening.role == "user" and opening.content and opening.content.strip()
-    assert opening.content != SCRIPTED_OPENING.format(task_id="36")
+    assert opening.content != SCRIPTED_OPENING.format(domain="retail", task_id="36")
     assert "scripted customer" not in opening.content
 
     # Per-assertion verdicts from the model's constrained JSON, and the reward follows them.

@@ -382,7 +382,7 @@ def scenario_customer(data: RetailData) -> Responder:
         if len(messages) == 2:  # the system prompt and the greeting
             system = messages[0]["content"]
             task_id = next(tid for text, tid in scenarios.items() if text in system)
-            return FakeReply(SCRIPTED_OPENING.format(task_id=task_id))
+            return FakeReply(SCRIPTED_OPENING.format(domain=data.name, task_id=task_id))
         if DONE_TEXT in str(messages[-1]["content"]):
             return FakeReply("Thanks, that's all. ###STOP###")
         return FakeReply("Sorry, could you say that again?")

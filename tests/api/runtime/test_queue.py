@@ -63,7 +63,7 @@ async def test_an_assessment_queues_at_most_its_concurrency_longest_first(
         record, _ = await runtime.service.create(config, source="cli")
         assert not any("no queue worker" in w for w in record.warnings)  # this process runs one
         queued = await runtime.service.queue.queued_trials(record.id)
-        longest = runtime.engine.longest_first(runtime.engine.trial_keys(config))[:3]
+        longest = runtime.engine.longest_first(config, runtime.engine.trial_keys(config))[:3]
         assert queued == set(longest)
         assert await runtime.service.start(record) == 0  # idempotent: nothing more is queued
         await asyncio.sleep(0.5)  # the worker has taken them; still only three
