@@ -29,6 +29,7 @@ COPY pyproject.toml README.md ./
 COPY domain_kit ./domain_kit
 COPY retail_domain ./retail_domain
 COPY airline_domain ./airline_domain
+COPY telecom_domain ./telecom_domain
 COPY green_agent ./green_agent
 COPY api ./api
 COPY migrations ./migrations

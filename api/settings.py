@@ -23,7 +23,15 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from api.db.engine import DB_MAX_OVERFLOW, DB_POOL_SIZE, PING_AFTER_IDLE_S, SQLITE_CACHE_KIB
-from green_agent.config import SCRIPTED_USER, EngineSettings, LLMEndpoint, ProviderLimits
+from green_agent.config import (
+    DEFAULT_JUDGE_MODEL,
+    PROVIDER_KEYS,
+    SCRIPTED_USER,
+    EngineSettings,
+    LLMEndpoint,
+    ProviderEndpoint,
+    ProviderLimits,
+)
 from green_agent.core.limits import AgentLimits
 from green_agent.core.usage import ModelPrice
 from green_agent.white_agent.egress import EgressPolicy, parse_destinations
@@ -118,7 +126,42 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(
         default=None,
         validation_alias=AliasChoices("OPENAI_API_KEY", "GREEN_AGENT_OPENAI_API_KEY", "openai_api_key"),
-        description="Default key for that endpoint.",
+        description="Default key for that endpoint; with it, requests may name 'openai/<model>' (unless "
+        "user_models restricts them) and the judge defaults to default_judge_model.",
+    )
+    gemini_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("GEMINI_API_KEY", "GREEN_AGENT_GEMINI_API_KEY", "gemini_api_key"),
+        description="Google's key: requests may name 'gemini/<model>' on gemini_base_url.",
+    )
+    gemini_base_url: str = Field(
+        default="https://generativelanguage.googleapis.com/v1beta/openai/",
+        description="Gemini's OpenAI-compatible endpoint.",
+    )
+    deepseek_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DEEPSEEK_API_KEY", "GREEN_AGENT_DEEPSEEK_API_KEY", "deepseek_api_key"),
+        description="DeepSeek's key: requests may name 'deepseek/<model>' on deepseek_base_url.",
+    )
+    deepseek_base_url: str = Field(
+        default="https://api.deepseek.com/v1", description="DeepSeek's OpenAI-compatible endpoint."
+    )
+    provider_models: bool = Field(
+        default=_engine_default("provider_models"),
+        description="Requests may name '<provider>/<model>' (openai, gemini, deepseek) on a provider key set "
+        "here, as the customer (unless user_models is configured: then only those) and as the judge (unless "
+        "judge_model is configured). False: only configured models.",
+    )
+    user_llm_max_tokens: int = Field(
+        default=_engine_default("user_llm_max_tokens"),
+        ge=1,
+        le=10_000_000,
+        description="Largest reply cap a request may give its customer model (user_llm_args max_tokens).",
+    )
+    default_judge_model: str = Field(
+        default=DEFAULT_JUDGE_MODEL,
+        description="With no judge_model configured and OPENAI_API_KEY set: the judge, on that key (tau2's "
+        'judge model). "" = no judge then.',
     )
     user_models: dict[str, ModelSpec] = Field(
         default_factory=dict,
@@ -177,6 +220,7 @@ class Settings(BaseSettings):
     # -- scoring integrity (issue 8): bounds on the white agent, retries of trials our side failed -----------
     max_reply_bytes: int = _limit("max_reply_bytes")
     max_reply_values: int = _limit("max_reply_values")
+    max_echo_bytes: int = _limit("max_echo_bytes")
     max_json_depth: int = _limit("max_json_depth")
     max_tool_calls: int = _limit("max_tool_calls")
     max_argument_bytes: int = _limit("max_argument_bytes")
@@ -461,6 +505,22 @@ class Settings(BaseSettings):
         "announcements for new ones are ignored (their turns stay in the process that runs them).",
     )
 
+    # -- the AgentBeats door (A2A; docs/agentbeats.md) --
+    a2a_heartbeat_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=240,
+        description="While trials run, an A2A task gets a working status update at least this often (the "
+        "AgentBeats gateway and its proxy give up after 300 s without data).",
+    )
+    a2a_retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Times an A2A assessment that finished with trials missing (excluded, never run) is "
+        "retried in place before its task ends failed: a leaderboard only ever gets a complete Result.",
+    )
+
     # -- web UI (/ui) --
     ui_page_size: int = Field(
         default=50,
@@ -469,6 +529,17 @@ class Settings(BaseSettings):
         description="Rows per page of the web UI's assessment list, and the most assessments one "
         "live-progress stream follows.",
     )
+
+    @field_validator(
+        "openai_base_url", "openai_api_key", "gemini_api_key", "deepseek_api_key", "card_url", mode="before"
+    )
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        # A runner passes every key it may hand over, "" for those it has none of (the Amber manifest's
+        # defaults): "" means not set.
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
 
     @field_validator("database_url")
     @classmethod
@@ -566,11 +637,38 @@ class Settings(BaseSettings):
             allow_listed_only=self.egress_allow_listed_only,
         )
 
+    def providers(self) -> dict[str, ProviderEndpoint]:
+        """The providers whose key is set, with their OpenAI-compatible endpoints."""
+        found = {
+            "openai": (self.openai_api_key, self.openai_base_url),
+            "gemini": (self.gemini_api_key, self.gemini_base_url),
+            "deepseek": (self.deepseek_api_key, self.deepseek_base_url),
+        }
+        return {
+            name: ProviderEndpoint(base_url=url, api_key=key.get_secret_value(), env_var=PROVIDER_KEYS[name])
+            for name, (key, url) in found.items()
+            if key is not None
+        }
+
+    def effective_judge(self) -> tuple[ModelSpec | None, bool]:
+        """The judge (None: none) and whether it is the default one on OPENAI_API_KEY (none configured)."""
+        if self.judge_model is not None:
+            return self.judge_model, False
+        if self.openai_api_key is not None and self.default_judge_model.strip():
+            return ModelSpec(model=self.default_judge_model.strip()), True
+        return None, False
+
     def engine_settings(self) -> EngineSettings:
+        judge, judge_from_key = self.effective_judge()
         return EngineSettings(
             user_models={name: self._endpoint(spec) for name, spec in self.user_models.items()},
             default_user_model=self.default_user_model,
-            judge=self._endpoint(self.judge_model) if self.judge_model else None,
+            judge=self._endpoint(judge) if judge else None,
+            judge_from_key=judge_from_key,
+            data_dirs={"retail": self.data_dir} if self.data_dir is not None else {},
+            providers=self.providers(),
+            provider_models=self.provider_models,
+            user_llm_max_tokens=self.user_llm_max_tokens,
             judge_json_schema=self.judge_json_schema,
             judge_skip_when_failed=self.judge_skip_when_failed,
             max_concurrent_trials=self.max_concurrent_trials,

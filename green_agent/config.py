@@ -144,6 +144,64 @@ class LLMEndpoint(ProviderLimits):
         return None
 
 
+PROVIDER_KEYS: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+}
+"""The providers a request may name a model of, LiteLLM-style (`"openai/gpt-4.1"`), and the environment
+variable holding each one's key. Their OpenAI-compatible endpoints are `Settings`' defaults."""
+
+DEFAULT_JUDGE_MODEL = "gpt-4.1-2025-04-14"
+"""tau2's NL-assertion judge model: the judge on OPENAI_API_KEY when the operator configured none."""
+
+_MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+/-]{0,199}")
+"""A model id as providers write them (`gpt-4.1-2025-04-14`, `models/gemini-2.5-flash`): no spaces, no
+control characters, at most 200 characters."""
+
+
+class ProviderEndpoint(BaseModel):
+    """A provider whose key is in the environment: its OpenAI-compatible endpoint and key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = Field(default=None, description="None = the OpenAI default URL.")
+    api_key: str = Field(min_length=1)
+    env_var: str = Field(description="Where the key came from (named in messages, never the key).")
+
+
+class UserLLMArgs(BaseModel):
+    """Request arguments an assessment may give its customer model (the AgentBeats `user_llm_args`).
+
+    Only these, each bounded: a requester picks sampling, not endpoints or anything billed per call beyond the
+    reply cap (bounded by the operator's `user_llm_max_tokens`). An argument given as null is not sent (e.g.
+    `temperature` for a reasoning model that refuses it). The operator's own arguments for a configured model
+    win over these."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
+
+    def request_arguments(self) -> dict[str, Any]:
+        """The arguments as sent: those the request gave, null ones included (they remove the parameter)."""
+        return self.model_dump(exclude_unset=True)
+
+    def reply_cap(self) -> int | None:
+        return self.max_completion_tokens or self.max_tokens
+
+
+def split_provider(name: str) -> tuple[str, str] | None:
+    """`("openai", "gpt-4.1")` for `"openai/gpt-4.1"`; None when `name` names no known provider."""
+    provider, sep, model = name.partition("/")
+    if not sep or provider.lower() not in PROVIDER_KEYS or not _MODEL_ID.fullmatch(model):
+        return None
+    return provider.lower(), model
+
+
 class EngineSettings(BaseModel):
     """Operator settings the engine needs; built once by the service, shared by every assessment."""
 
@@ -160,6 +218,28 @@ class EngineSettings(BaseModel):
     )
     judge: LLMEndpoint | None = Field(
         default=None, description="NL-assertion judge; None = assertions not judged."
+    )
+    judge_from_key: bool = Field(
+        default=False,
+        description="The judge is tau2's judge model on OPENAI_API_KEY because the operator configured none "
+        "(said in every assessment's warnings).",
+    )
+    providers: dict[str, ProviderEndpoint] = Field(
+        default_factory=dict,
+        description="Providers whose key is in the environment (PROVIDER_KEYS), by name.",
+    )
+    provider_models: bool = Field(
+        default=True,
+        description="Whether an assessment may name '<provider>/<model>' on a provider key of `providers` as "
+        "its customer or judge model. Only while the operator restricts neither: with `user_models` "
+        "configured, a customer must be one of them; with a judge configured, the judge is that one.",
+    )
+    user_llm_max_tokens: int = Field(
+        default=32_768,
+        ge=1,
+        le=10_000_000,
+        description="Largest reply cap (max_tokens, max_completion_tokens) an assessment may give its "
+        "customer model in user_llm_args.",
     )
     disclose_task_id: bool = Field(
         default=False,
@@ -295,6 +375,81 @@ class EngineSettings(BaseModel):
         default=100.0, ge=0, description="Largest cost (USD) a white agent may report for one reply."
     )
 
+    def user_model_choices(self) -> str:
+        """What a request may name as its customer, for messages."""
+        names = [SCRIPTED_USER, *self.user_models]
+        if not self.user_models and self.provider_models and self.providers:
+            names += [f"{provider}/<model>" for provider in self.providers]
+        return ", ".join(names)
+
+    def user_endpoint(self, name: str) -> LLMEndpoint | None:
+        """The endpoint of the customer model `name` (None: the scripted customer); ConfigError in one line
+        listing what may be named. A configured model may also be named LiteLLM-style, by a provider prefix
+        and its name or model id (`openai/gpt-4.1`). Never a stand-in: a model not to be had is refused."""
+        if name == SCRIPTED_USER:
+            return None
+        if name in self.user_models:
+            return self.user_models[name]
+        named = split_provider(name)
+        if self.user_models:
+            if named is not None:
+                for configured_name, configured in self.user_models.items():
+                    if named[1] in (configured_name, configured.model):
+                        return configured
+            raise ConfigError(
+                f"user model {_quote(name, 80)} is not offered here; use one of: {self.user_model_choices()}"
+            )
+        endpoint = self._provider_endpoint(name, named, "user model")
+        if endpoint is None:
+            raise ConfigError(
+                f"user model {_quote(name, 80)} is not offered here; use one of: {self.user_model_choices()}"
+            )
+        return endpoint
+
+    def judge_endpoint(self, name: str | None) -> LLMEndpoint | None:
+        """The judge of an assessment that names `name` (None: the service's judge, or none); ConfigError
+        in one line when `name` is not allowed."""
+        if name is None:
+            return self.judge
+        named = split_provider(name)
+        if self.judge is not None and not self.judge_from_key:
+            if name == self.judge.model or (named is not None and named[1] == self.judge.model):
+                return self.judge
+            raise ConfigError(
+                f"judge model {_quote(name, 80)} is not offered here; this service judges with "
+                f"{self.judge.model!r} (leave the judge model out)"
+            )
+        if self.judge is not None and name == self.judge.model:
+            return self.judge
+        endpoint = self._provider_endpoint(name, named, "judge model")
+        if endpoint is None:
+            offered = [f"{p}/<model>" for p in self.providers] if self.provider_models else []
+            if self.judge is not None:
+                offered.insert(0, self.judge.model)
+            raise ConfigError(
+                f"judge model {_quote(name, 80)} is not offered here; "
+                + (f"use one of: {', '.join(offered)}" if offered else "this service has no judge")
+            )
+        return endpoint
+
+    def _provider_endpoint(self, name: str, named: tuple[str, str] | None, what: str) -> LLMEndpoint | None:
+        """`<provider>/<model>` on that provider's key, when the operator lets requests name them."""
+        if named is None or not self.provider_models:
+            return None
+        provider, model = named
+        key = self.providers.get(provider)
+        if key is None:
+            offered = (
+                self.user_model_choices()
+                if what == "user model"
+                else ", ".join(f"{p}/<model>" for p in self.providers) or "none"
+            )
+            raise ConfigError(
+                f"{what} {_quote(name, 80)} needs {PROVIDER_KEYS[provider]}, which is not set here; "
+                f"use one of: {offered}"
+            )
+        return LLMEndpoint(model=model, base_url=key.base_url, api_key=key.api_key)
+
     @model_validator(mode="after")
     def _default_user_model_known(self) -> EngineSettings:
         if self.default_user_model != SCRIPTED_USER and self.default_user_model not in self.user_models:
@@ -404,7 +559,27 @@ class AssessmentConfig(BaseModel):
         default="auto", description="White-agent dialect; auto = structured if the agent card declares it."
     )
     user_model: OneLine | None = Field(
-        default=None, description="A user model the operator configured, or 'scripted'."
+        default=None,
+        max_length=256,
+        description="The customer: 'scripted', a user model the operator configured, or (unless the operator "
+        "configured some) '<provider>/<model>' on a provider key the service holds, e.g. 'openai/gpt-4.1'.",
+    )
+    user_llm_args: UserLLMArgs = Field(
+        default_factory=UserLLMArgs,
+        description="Sampling arguments for the customer model (temperature, top_p, max_tokens, "
+        "max_completion_tokens, reasoning_effort); the operator's own arguments win.",
+    )
+    judge_model: OneLine | None = Field(
+        default=None,
+        max_length=256,
+        description="The NL-assertion judge: None = the service's. A model name is accepted only when the "
+        "operator configured no judge ('<provider>/<model>' on a provider key) or it names that judge.",
+    )
+    evaluation: Literal["tau2", "action"] = Field(
+        default="tau2",
+        description="Which score the AgentBeats Result's score and pass_rate carry: 'tau2' (the reward on "
+        "the task's basis) or 'action' (the official AgentBeats tau2 green's: every gold tool call matched, "
+        "clean exit). Reports carry both.",
     )
     seed: int = Field(
         default=300, ge=-(2**63), le=2**63 - 1, description="Seed of the trial seeds (upstream: 300)."
@@ -433,6 +608,16 @@ class AssessmentConfig(BaseModel):
     @classmethod
     def _known_domain(cls, value: str) -> str:
         return check_domain(value)
+
+    @field_validator("user_model", "judge_model")
+    @classmethod
+    def _storable_name(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        reason = unstorable_reason(value)
+        if reason:
+            raise ValueError(f"the model name {reason}")
+        return value.strip()
 
     @field_validator("agent_headers")
     @classmethod

@@ -17,6 +17,7 @@ from domain_kit.protocols import DomainData
 
 DOMAIN_PACKAGES: dict[str, str] = {
     "retail": "retail_domain",
+    "airline": "airline_domain",
 }
 """Domain name -> its package, in the order the service lists them."""
 

@@ -26,19 +26,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.types import AgentCard
 
 from domain_kit import AssertionCheck, DomainData, EnvironmentCheck, TerminationReason
 from green_agent.config import (
-    SCRIPTED_USER,
     AssessmentConfig,
     ConfigError,
     EngineSettings,
@@ -67,7 +65,7 @@ from green_agent.core.seeds import trial_seeds
 from green_agent.core.trial import TrialSpec, TrialState
 from green_agent.core.usage import TrialUsage
 from green_agent.domains import load_domain
-from green_agent.llm.client import ChatLLM, RetryPolicy, endpoint_limits
+from green_agent.llm.client import ChatLLM, RetryPolicy, endpoint_limits, open_client
 from green_agent.llm.gate import PARTY, EndpointGate, EndpointStatus, GatePolicy, GateRegistry
 from green_agent.llm.judge import Judge
 from green_agent.llm.prompts import load_prompt
@@ -80,6 +78,9 @@ from green_agent.white_agent.dialect import Dialect, declares_structured
 from green_agent.white_agent.egress import EgressPolicy, Resolver, resolve_agent
 from green_agent.white_agent.structured_dialect import StructuredDialect
 from green_agent.white_agent.text_dialect import TextDialect
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI  # imported lazily at run time (llm.py says why)
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,10 @@ class Engine:
         self._domain_lock = threading.Lock()
         self._resolver = resolver
         self._pools: dict[EgressPolicy, WhiteAgentPool] = {}
-        self._llms: dict[tuple[str, str | None, str | None, str], ChatLLM] = {}
+        # One HTTP client per endpoint and key: both come from the operator's settings only (a request picks
+        # a model and its arguments, never where it is sent or with which key), so this stays as small as the
+        # configuration. The ChatLLM over it (model, arguments, gate) is a light object made per use.
+        self._clients: dict[tuple[str | None, str | None], AsyncOpenAI] = {}
         self.slots = FairSlots(
             settings.max_concurrent_trials,
             tenant_share=settings.tenant_slot_share,
@@ -117,15 +121,21 @@ class Engine:
             )
         )
         self._guidelines = ""
+        self._rubric = ""
         self._judge: Judge | None = None
 
     async def __aenter__(self) -> Engine:
         s = self.settings
         self._guidelines = await asyncio.to_thread(load_prompt, "user_guidelines.md", s.user_guidelines_file)
+        # Loaded whether or not the service has a judge: an assessment may name its own (judge_model).
+        self._rubric = await asyncio.to_thread(load_prompt, "judge_rubric.md", s.judge_rubric_file)
         if s.judge is not None:
-            rubric = await asyncio.to_thread(load_prompt, "judge_rubric.md", s.judge_rubric_file)
-            self._judge = Judge(llm=self._llm(s.judge), rubric=rubric, json_schema=s.judge_json_schema)
+            self._judge = self._make_judge(s.judge)
         return self
+
+    def _make_judge(self, endpoint: LLMEndpoint) -> Judge:
+        schema = self.settings.judge_json_schema
+        return Judge(llm=self._llm(endpoint), rubric=self._rubric, json_schema=schema)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -139,6 +149,7 @@ class Engine:
                 conversations_per_client=self.settings.conversations_per_client,
                 max_reply_bytes=self.settings.limits.max_reply_bytes,
                 max_reply_values=self.settings.limits.max_reply_values,
+                max_echo_bytes=self.settings.limits.max_echo_bytes,
                 card_cache_entries=self.settings.agent_card_cache_entries,
                 card_cache_bytes=self.settings.agent_card_cache_bytes,
                 card_cache_ttl_s=self.settings.agent_card_cache_ttl_s,
@@ -151,23 +162,22 @@ class Engine:
         for pool in self._pools.values():
             await pool.aclose()
         self._pools.clear()
-        for llm in self._llms.values():
+        for client in self._clients.values():
             with contextlib.suppress(Exception):
-                await llm.aclose()
-        self._llms.clear()
+                await client.close()
+        self._clients.clear()
 
     def _llm(self, endpoint: LLMEndpoint) -> ChatLLM:
-        """One client per endpoint and key; models on the same endpoint still get their own settings, and so
-        does the same model with other request arguments (a customer and a judge capped differently)."""
-        arguments = json.dumps(endpoint.extra_args, sort_keys=True, default=str)
-        key = (endpoint.model, endpoint.base_url, endpoint.api_key, arguments)
-        if key not in self._llms:
-            retry = RetryPolicy(
-                max_retries=self.settings.llm_max_retries, backoff_s=self.settings.llm_retry_backoff_s
-            )
-            gate = self._gate(endpoint)
-            self._llms[key] = ChatLLM(endpoint, timeout_s=self.settings.llm_timeout_s, retry=retry, gate=gate)
-        return self._llms[key]
+        """Chat completions of `endpoint` (its model and request arguments) over the one HTTP client of its
+        base URL and key, through the endpoint's gate (shared by every user of the same model and key)."""
+        key = (endpoint.base_url, endpoint.api_key)
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = open_client(endpoint, self.settings.llm_timeout_s)
+        s = self.settings
+        retry = RetryPolicy(max_retries=s.llm_max_retries, backoff_s=s.llm_retry_backoff_s)
+        gate = self._gate(endpoint)
+        return ChatLLM(endpoint, timeout_s=s.llm_timeout_s, retry=retry, gate=gate, client=client)
 
     def _gate(self, endpoint: LLMEndpoint) -> EndpointGate:
         return self.gates.gate(endpoint.model, endpoint.base_url, endpoint.api_key, endpoint_limits(endpoint))
@@ -188,13 +198,14 @@ class Engine:
         found = self._domains.get(name)
         return found if found is not None else await asyncio.to_thread(self.domain, name)
 
-    def rejudgeable(self, trial: TrialResult, domain: str) -> bool:
-        """Whether a retry judges this stored trial of an assessment in `domain` again rather than running it
-        again or keeping it: it is excluded (no reward) for want of a verdict (its judge failed, or none was
-        configured), its conversation finished, and a judge is configured now. A trial charged for a judge
-        failure its text provoked is scored (0) and kept."""
-        task = self.domain(domain).tasks.get(trial.task_id)
-        if self._judge is None or task is None or not task.judged or trial.reward is not None:
+    def rejudgeable(self, trial: TrialResult, config: AssessmentConfig) -> bool:
+        """Whether a retry judges this stored trial of the assessment of `config` again rather than running
+        it again or keeping it: it is excluded (no reward) for want of a verdict (its judge failed, or none
+        was configured), its conversation finished, and its assessment has a judge now. A trial charged for a
+        judge failure its text provoked is scored (0) and kept."""
+        task = self.domain(config.domain).tasks.get(trial.task_id)
+        judge = self._judge_endpoint(config)
+        if judge is None or task is None or not task.judged or trial.reward is not None:
             return False
         if trial.nl_status not in ("judge_failed", "not_judged"):
             return False
@@ -208,13 +219,7 @@ class Engine:
 
     def _endpoints_for(self, config: AssessmentConfig) -> list[LLMEndpoint]:
         """The LLM endpoints an assessment of `config` needs: its user model (unless scripted), the judge."""
-        endpoints = []
-        name = self._user_model_name(config)
-        if name != SCRIPTED_USER:
-            endpoints.append(self.settings.user_models[name])
-        if self.settings.judge is not None:
-            endpoints.append(self.settings.judge)
-        return endpoints
+        return [e for e in (self._user_endpoint(config), self._judge_endpoint(config)) if e is not None]
 
     def _gates_for(self, config: AssessmentConfig) -> tuple[EndpointGate, ...]:
         """The gates of the endpoints an assessment of `config` needs (one each)."""
@@ -225,7 +230,14 @@ class Engine:
 
     def validate(self, config: AssessmentConfig) -> list[str]:
         """The selected task ids, in tasks.json order; raises `ConfigError` saying what to change."""
-        self._user_model_name(config)
+        self._user_endpoint(config)
+        self._judge_endpoint(config)
+        cap, bound = config.user_llm_args.reply_cap(), self.settings.user_llm_max_tokens
+        if cap is not None and cap > bound:
+            raise ConfigError(
+                f"user_llm_args asks for replies of up to {cap} tokens; this service allows at most {bound} "
+                "(the operator's user_llm_max_tokens)"
+            )
         self._check_agent_headers(config)
         data = self.domain(config.domain)
         selection = config.tasks
@@ -266,17 +278,34 @@ class Engine:
             )
 
     def _user_model_name(self, config: AssessmentConfig) -> str:
-        name = config.user_model or self.settings.default_user_model
-        if name != SCRIPTED_USER and name not in self.settings.user_models:
-            choices = ", ".join([SCRIPTED_USER, *self.settings.user_models])
-            raise ConfigError(f"unknown user_model {name!r}; use one the operator configured: {choices}")
-        return name
+        return config.user_model or self.settings.default_user_model
+
+    def _user_endpoint(self, config: AssessmentConfig) -> LLMEndpoint | None:
+        """The customer's endpoint (None: the scripted customer), with the assessment's request arguments
+        under the operator's own; ConfigError in one line when the model is not offered here."""
+        endpoint = self.settings.user_endpoint(self._user_model_name(config))
+        asked = config.user_llm_args.request_arguments()
+        if endpoint is None or not asked:
+            return endpoint
+        return endpoint.model_copy(update={"extra_args": {**asked, **endpoint.extra_args}})
+
+    def _judge_endpoint(self, config: AssessmentConfig) -> LLMEndpoint | None:
+        return self.settings.judge_endpoint(config.judge_model)
+
+    def judge_for(self, config: AssessmentConfig) -> Judge | None:
+        """The NL judge of an assessment of `config`: its own (judge_model), else the service's."""
+        endpoint = self._judge_endpoint(config)
+        if endpoint is None:
+            return None
+        if endpoint is self.settings.judge and self._judge is not None:
+            return self._judge
+        return self._make_judge(endpoint)
 
     def _user_simulator(self, config: AssessmentConfig) -> UserSimulator:
-        name = self._user_model_name(config)
-        if name == SCRIPTED_USER:
+        endpoint = self._user_endpoint(config)
+        if endpoint is None:
             return ScriptedUserSimulator(domain=config.domain, delay_s=self.settings.scripted_user_delay_s)
-        endpoint = self.settings.user_models[name]
+        name = self._user_model_name(config)
         return LLMUserSimulator(name=name, llm=self._llm(endpoint), guidelines=self._guidelines)
 
     async def check_llms(self, config: AssessmentConfig) -> None:
@@ -419,15 +448,15 @@ class Engine:
     def run_info(self, config: AssessmentConfig) -> RunInfo:
         """Which user simulator and judge an assessment of `config` uses, with the prompts' fingerprints."""
         name = self._user_model_name(config)
-        endpoint = self.settings.user_models.get(name)
-        judge = self.settings.judge
+        endpoint = self._user_endpoint(config)
+        judge = self._judge_endpoint(config)
         return RunInfo(
             user_model_name=name,
             user_model=endpoint.model if endpoint is not None else None,
             user_llm_args={"temperature": 0.0, **endpoint.extra_args} if endpoint is not None else {},
             user_guidelines_sha256=self.user_guidelines_sha256 if endpoint is not None else None,
             judge_model=judge.model if judge is not None else None,
-            judge_rubric_sha256=_sha256(self._judge.rubric) if self._judge is not None else None,
+            judge_rubric_sha256=_sha256(self._rubric) if judge is not None else None,
         )
 
     @property
@@ -505,7 +534,7 @@ class Engine:
             open_conversation=open_conversation,
             choose_dialect=choose_dialect,
             user=user,
-            judge=self._judge,
+            judge=self.judge_for(config),
             normalize_ids=self.settings.normalize_ids,
             emit=emit,
             turn_events=emit is not _ignore,

@@ -500,6 +500,8 @@ def _demo(args: argparse.Namespace) -> int:
         default_user_model="scripted",
         user_models={},
         judge_model=None,
+        default_judge_model="",  # not even on an OPENAI_API_KEY the shell may hold
+        provider_models=False,
         allow_private_agents=True,  # the demo's agent is the built-in one, on loopback
     )
     return asyncio.run(

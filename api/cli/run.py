@@ -421,7 +421,8 @@ async def run_demo(
         ) as agent_url,
     ):
         user = "scripted user" if user_model == SCRIPTED_USER else f"customer played by LLM {user_model!r}"
-        judge = "LLM judge" if settings.judge_model is not None else "no judge"
+        judged = settings.effective_judge()[0] is not None
+        judge = "LLM judge" if judged else "no judge"
         agent = "oracle" if agent_llm is None else f"LLM ({agent_llm.model})"
         console.print(
             f"demo: built-in {agent} white agent at {agent_url}, {user}, {judge}, "
@@ -446,7 +447,7 @@ async def run_demo(
             output=output,
             quiet=quiet,
             console=console,
-            expected_partial=set() if settings.judge_model is not None else {NOT_JUDGED},
+            expected_partial=set() if judged else {NOT_JUDGED},
             builtin_oracle=agent_llm is None,
         )
     console.print(f"demo finished in {time.monotonic() - started:.1f} s")

@@ -157,6 +157,17 @@ def scripted_customer_warnings(
     return [SCRIPTED_CUSTOMER_WARNING]
 
 
+def judge_warnings(config: AssessmentConfig, settings: EngineSettings) -> list[str]:
+    """Say so when NL assertions are judged by the default judge on OPENAI_API_KEY (none configured)."""
+    judge = settings.judge
+    if config.judge_model is not None or judge is None or not settings.judge_from_key:
+        return []
+    return [
+        f"NL assertions are judged by {judge.model} on OPENAI_API_KEY (no judge is configured here; tau2's "
+        "judge model)"
+    ]
+
+
 def concurrency_warnings(config: AssessmentConfig, settings: EngineSettings) -> list[str]:
     """Say so when the operator's bounds run fewer trials at once than the assessment asks for."""
 
@@ -225,7 +236,7 @@ class AssessmentEngine(Protocol):
         """Raises LLMUnavailableError when an LLM endpoint `config` needs does not answer."""
         ...
 
-    def rejudgeable(self, trial: TrialResult, domain: str) -> bool:
+    def rejudgeable(self, trial: TrialResult, config: AssessmentConfig) -> bool:
         """Whether a retry judges this stored trial again (rather than running it again or keeping it)."""
         ...
 
@@ -385,6 +396,7 @@ class AssessmentService:
                 *notes,
                 *step_limit,
                 *scripted_customer_warnings(config, self._engine.settings, builtin_oracle=builtin_oracle),
+                *judge_warnings(config, self._engine.settings),
                 *concurrency_warnings(config, self._engine.settings),
                 *await self._worker_warnings(),
             ],
@@ -937,8 +949,7 @@ class AssessmentService:
         stored = {
             (t.task_id, t.trial): t for t in await self.repository.trial_results(record.id, transcripts=False)
         }
-        rejudgeable = self._engine.rejudgeable
-        judge = tuple(key for key in keys if key in stored and rejudgeable(stored[key], config.domain))
+        judge = tuple(key for key in keys if key in stored and self._engine.rejudgeable(stored[key], config))
         to_judge = set(judge)
         excluded = [
             key

@@ -37,6 +37,7 @@ from api.security.tenancy import TenantContextBuilder, TenantTaskStore
 from api.settings import Settings
 from api.web.a2a.card import JSONRPC_PATH, REST_PREFIX, build_agent_card
 from api.web.a2a.executor import AssessmentExecutor
+from api.web.a2a.wire import whole_counts_route
 from api.web.request_limits import RequestGuard, validation_error_handler
 from api.web.routes import assessments, events, health, metrics, trials
 from api.web.ui import routes as ui
@@ -171,9 +172,12 @@ def create_app(settings: Settings) -> FastAPI:
     add_a2a_routes_to_fastapi(
         app,
         agent_card_routes=create_agent_card_routes(card),
-        jsonrpc_routes=create_jsonrpc_routes(
-            handler, rpc_url=JSONRPC_PATH, enable_v0_3_compat=True, context_builder=tenant_context
-        ),
+        jsonrpc_routes=[
+            whole_counts_route(route)
+            for route in create_jsonrpc_routes(
+                handler, rpc_url=JSONRPC_PATH, enable_v0_3_compat=True, context_builder=tenant_context
+            )
+        ],
         rest_routes=create_rest_routes(
             handler, enable_v0_3_compat=True, path_prefix=REST_PREFIX, context_builder=tenant_context
         ),

@@ -322,6 +322,11 @@ class AssessmentReport(BaseModel):
     nl_assertions_total: int = 0
     termination_counts: dict[str, int] = Field(default_factory=dict)
     task_rewards: dict[str, float] = Field(default_factory=dict)
+    action_task_rewards: dict[str, float] = Field(
+        default_factory=dict,
+        description="Task -> mean action score over the same trials (metrics.action_reward: the official "
+        "AgentBeats tau2 green's score); empty in reports stored before it.",
+    )
     time_used_s: float = 0.0
     usage: UsageReport | None = None
     run_info: RunInfo | None = None

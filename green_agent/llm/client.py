@@ -119,6 +119,15 @@ COMPLETION_TOKENS_GUESS = 512
 `max_tokens` / `max_completion_tokens` (the answer's reported usage corrects the guess)."""
 
 
+def open_client(endpoint: LLMEndpoint, timeout_s: float) -> AsyncOpenAI:
+    """An OpenAI client for the endpoint's base URL and key, with its own retries off (ours decide)."""
+    # Local OpenAI-compatible servers need no key, but the client insists on one.
+    api_key = endpoint.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    from openai import AsyncOpenAI  # lazily: see the TYPE_CHECKING import above
+
+    return AsyncOpenAI(api_key=api_key, base_url=endpoint.base_url, timeout=timeout_s, max_retries=0)
+
+
 def endpoint_limits(endpoint: LLMEndpoint) -> EndpointLimits:
     return EndpointLimits(endpoint.max_in_flight, endpoint.requests_per_minute, endpoint.tokens_per_minute)
 
@@ -134,16 +143,16 @@ class ChatLLM:
     timeout_s: float = 120.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     gate: EndpointGate | None = None
+    client: AsyncOpenAI | None = field(default=None, repr=False)
+    """The HTTP client to send with (`open_client`), owned by whoever made it; None: one of its own."""
     _client: AsyncOpenAI = field(init=False, repr=False)
+    _owns_client: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
-        # Local OpenAI-compatible servers need no key, but the client insists on one.
-        api_key = self.endpoint.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
-        from openai import AsyncOpenAI  # lazily: see the TYPE_CHECKING import above
-
-        self._client = AsyncOpenAI(
-            api_key=api_key, base_url=self.endpoint.base_url, timeout=self.timeout_s, max_retries=0
-        )
+        if self.client is not None:
+            self._client = self.client
+        else:
+            self._client, self._owns_client = open_client(self.endpoint, self.timeout_s), True
         if self.gate is None:
             policy = GatePolicy(
                 probe_backoff_s=self.retry.backoff_s, max_probe_backoff_s=self.retry.max_backoff_s
@@ -152,7 +161,8 @@ class ChatLLM:
             self.gate = EndpointGate(label, endpoint_limits(self.endpoint), policy)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._owns_client:
+            await self._client.close()
 
     async def complete(
         self,

@@ -1,4 +1,5 @@
-"""The oracle white agent: replays the task's gold actions, one per turn, then says a short closing text.
+"""The oracle white agent: replays the task's gold actions, one per turn, then says a short closing text
+that states every fact the task wants communicated (its `communicate_info`, which airline scores).
 
 It learns the domain and the task from the scripted customer's opening line, which names both, or, in the
 demo with a model-played customer, from the message metadata the demo's engine adds (`TASK_ID_KEY` and
@@ -33,6 +34,7 @@ UNKNOWN_TEXT = "Sorry, I can only serve the scripted customer, who tells me the 
 @dataclass
 class _Session:
     actions: tuple[GoldAction, ...]
+    facts: tuple[str, ...]
     structured: bool
     next_action: int = 0
     stops: bool = False
@@ -66,8 +68,10 @@ class OracleExecutor(AgentExecutor):
         domain = self._domain(domain_name)
         if domain is None or task_id not in domain.tasks:
             return None
+        task = domain.tasks[task_id]
         session = _Session(
-            actions=domain.tasks[task_id].gold_actions,
+            actions=task.gold_actions,
+            facts=task.communicate_info,
             structured=incoming.structured,
             stops=match is None,
         )
@@ -89,7 +93,8 @@ class OracleExecutor(AgentExecutor):
             session.next_action += 1
             parts = call_parts(session.structured, action.name, copy.deepcopy(action.arguments))
         else:
-            closing = f"{DONE_TEXT} {AGENT_STOP_TOKEN}" if session.stops else DONE_TEXT
+            closing = DONE_TEXT + "".join(f" {fact}." for fact in session.facts)
+            closing = f"{closing} {AGENT_STOP_TOKEN}" if session.stops else closing
             parts = text_parts(session.structured, closing)
         await event_queue.enqueue_event(agent_message(parts, context.context_id))
 

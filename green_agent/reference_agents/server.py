@@ -47,15 +47,21 @@ _DESCRIPTIONS: dict[str, str] = {
 def agent_card(
     *, name: str, description: str, url: str, structured: bool = False, protocol_version: str = "1.0"
 ) -> AgentCard:
+    """The card of a reference agent at `url`. A 1.0 agent lists its endpoint for 0.3 clients too (the route
+    takes both), so the card also carries the fields a 0.3 client requires (`url` and the rest, which the SDK
+    adds when an interface is 0.3): the AgentBeats gateway reads every participant's card with a2a-sdk 0.3
+    before it starts. `protocol_version="0.3"` makes an agent that offers 0.3 only."""
     extensions = []
     if structured:
         extensions.append(AgentExtension(uri=STRUCTURED_DIALECT_URI, description="tau2 retail structured v1"))
+    versions = [protocol_version] if protocol_version == "0.3" else [protocol_version, "0.3"]
     return AgentCard(
         name=name,
         description=description,
         version="1.0.0",
         supported_interfaces=[
-            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=protocol_version)
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=version)
+            for version in versions
         ],
         capabilities=AgentCapabilities(streaming=False, extensions=extensions),
         default_input_modes=["text/plain", "application/json"],

@@ -14,6 +14,8 @@
   nothing about the agent, so it is left out rather than counted as a pass.
 * Complete: every planned trial ran and was scored; otherwise `partial_reasons` counts what is missing.
 * `stats`: the same numbers with task-clustered error bars (green_agent/scoring/uncertainty.py).
+* `action_task_rewards`: each task's mean over the same trials of the action score the official AgentBeats
+  tau2 green reports (`action_reward`), for leaderboards that move from it and need both numbers for a while.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
+from domain_kit.termination import is_clean_exit
 from green_agent.config import AssessmentConfig
 from green_agent.core.models import (
     SIGNAL_ACTION,
@@ -51,6 +54,19 @@ NOT_RUN = "not_run"
 
 def is_success(reward: float | None) -> bool:
     return reward is not None and abs(reward - 1.0) <= SUCCESS_TOLERANCE
+
+
+def action_reward(trial: TrialResult) -> float | None:
+    """A trial's score as the official AgentBeats tau2 green computes it (tau2's ACTION evaluation alone,
+    whatever the task's reward basis): 0 unless the conversation ended with user_stop or agent_stop; then 1
+    when every gold action (reads and writes) is matched by some tool call of the trial, as tau2's action
+    check compares them, else 0 (1 for a task without gold actions). The database and what was said play no
+    part. None for a trial excluded as an infrastructure error (ours, not the agent's: it is run again)."""
+    if trial.termination_reason == INFRASTRUCTURE_ERROR:
+        return None
+    if not is_clean_exit(trial.termination_reason):
+        return 0.0
+    return 1.0 if all(check.get("matched") is True for check in trial.action_checks) else 0.0
 
 
 class ScoredTrial(Protocol):
@@ -181,11 +197,22 @@ def compute_report(
         nl_assertions_total=signal_applicable[SIGNAL_NL],
         termination_counts=dict(Counter(t.termination_reason for t in trials)),
         task_rewards={task: float(score.mean_reward) for task, score in scores.items()},
+        action_task_rewards=action_task_rewards(scored),
         time_used_s=time_used_s,
         usage=usage_report(trials),
         run_info=run_info,
         stats=stats,
     )
+
+
+def action_task_rewards(scored: Sequence[TrialResult]) -> dict[str, float]:
+    """Task -> the mean `action_reward` of its counted trials (the tasks of `task_rewards`, in its order)."""
+    rewards: dict[str, list[float]] = defaultdict(list)
+    for trial in scored:
+        reward = action_reward(trial)
+        if reward is not None:
+            rewards[trial.task_id].append(reward)
+    return {task: sum(values) / len(values) for task, values in rewards.items()}
 
 
 def _outcomes(scored: Sequence[TrialResult], name: str) -> list[bool]:

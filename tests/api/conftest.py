@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -13,11 +14,18 @@ from api.db.repository import AssessmentRepository
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData, load_retail_data
 from tests.conftest import create_pg_database, drop_pg_database, pg_url
+from tests.support.gateway_venv import make_gateway_python
 
 
 @pytest.fixture(scope="session")
 def retail_data() -> RetailData:
     return load_retail_data()
+
+
+@pytest.fixture(scope="session")
+def gateway_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The python of a throwaway environment with the AgentBeats gateway's a2a-sdk 0.3 (made once)."""
+    return make_gateway_python(tmp_path_factory.mktemp("gateway-venv") / "venv")
 
 
 @pytest.fixture(scope="session")

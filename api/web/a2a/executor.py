@@ -1,8 +1,13 @@
 """The A2A door: an AgentExecutor that runs AgentBeats requests as assessments of the shared service.
 
 One A2A task = one assessment (stored with the task id, so REST shows it too). Progress goes out as a working
-status update per finished trial; the end is one `Result` artifact and the completed state. Requests that
-cannot be run are rejected (a task state, with a message saying what to send), never an exception.
+status update per finished trial, and at least every `a2a_heartbeat_s` while trials run (the AgentBeats
+gateway and its proxy give up after 300 s without data). The end is one `Result` artifact and the completed
+state, and only for a complete result, since a leaderboard reads `score` and `max_score` and never
+`complete`: missing trials are retried in place (the operator's `a2a_retries`), and a result still missing
+some ends the task failed, with one line saying what is missing and how to continue. Requests that cannot be
+run, or not scored in full, are rejected (a task state, with one line saying what to send), never an
+exception.
 """
 
 from __future__ import annotations
@@ -20,22 +25,30 @@ from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import Artifact, Message, Part, Task, TaskState, TaskStatus
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
 
-from api.db.repository import CANCELLED, COMPLETED, TERMINAL, AssessmentRecord, IdempotencyConflict
+from api.db.repository import CANCELLED, COMPLETED, AssessmentRecord, IdempotencyConflict
+from api.db.repository import TERMINAL as TERMINAL_STATUSES
 from api.runtime.events import PROGRESS_ONLY, Lagged, StatusChanged, Subscription, TrialDone
+from api.runtime.service import NothingToRetry, retry_would_help
+from api.security.auth import Principal
 from api.security.quotas import QuotaExceeded
 from api.security.tenancy import owner_context, principal_of
-from api.web.a2a.request import RequestError, parse_request, redact_text
+from api.web.a2a.request import RequestError, read_request, redact_text, request_config
 from api.web.a2a.result import RESULT_ARTIFACT, result_parts
 from api.web.request_limits import short
-from green_agent.config import ConfigError
+from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError
 
 if TYPE_CHECKING:
     from api.runtime.runtime import Runtime
+    from api.runtime.service import AssessmentService
 
 logger = logging.getLogger(__name__)
 
 # After the assessment is over, how long the progress relay may take to pass on the last trial updates.
 RELAY_GRACE_S = 1.0
+
+OFFICIAL_DEFAULT_USER_LLM = "openai/gpt-4o-mini"
+"""The customer of a request that names none, when the operator set no default: the official AgentBeats tau2
+green's (a drop-in runs what it would). Never the scripted customer, which a request gets only by name."""
 
 _FINAL_STATES = (
     TaskState.TASK_STATE_COMPLETED,
@@ -83,7 +96,52 @@ def redact_message(message: Message) -> None:
 
 def failure_text(record: AssessmentRecord) -> str:
     """The failed task's message: the stored reason, which says what to fix (e.g. an unreachable agent)."""
+    if record.status == COMPLETED and record.report is not None and not record.report.complete:
+        return incomplete_text(record)
     return f"Assessment failed: {record.error or f'assessment ended as {record.status}'}"
+
+
+def incomplete_text(record: AssessmentRecord) -> str:
+    """One line for an assessment that finished with trials missing: what is missing and how to continue."""
+    assert record.report is not None
+    missing = record.report.partial_summary()
+    return (
+        f"Assessment {record.id} is incomplete, so no Result was published: {missing}. "
+        f"Continue it in place with POST /assessments/{record.id}/retry (green-agent retry {record.id}), "
+        f"then read GET /assessments/{record.id}/leaderboard."
+    )
+
+
+def intro_text(record: AssessmentRecord, config: AssessmentConfig) -> str:
+    """The first working status: what runs, then each warning as a sentence of its own."""
+    tasks = len(config.tasks.task_ids or ())
+    text = (
+        f"Assessment {record.id} started: {tasks} task{'s' if tasks != 1 else ''} x {config.trials} "
+        f"trial{'s' if config.trials != 1 else ''} = {record.trials_total} trials."
+    )
+    return text + "".join(f" Note: {warning.strip().rstrip('.')}." for warning in record.warnings)
+
+
+def default_user_llm(default_user_model: str) -> str:
+    """The customer of a request that names none: the operator's default, unless that is the scripted one."""
+    return default_user_model if default_user_model != SCRIPTED_USER else OFFICIAL_DEFAULT_USER_LLM
+
+
+def unscorable_tasks(runtime: Runtime, config: AssessmentConfig) -> str | None:
+    """Why an assessment of `config` could not be scored in full here (tasks that need a judge, and none), in
+    one line; None when it can."""
+    if runtime.engine.judge_for(config) is not None:
+        return None
+    tasks = runtime.engine.domain(config.domain).tasks
+    judged = [t for t in config.tasks.task_ids or () if tasks[t].judged]
+    if not judged:
+        return None
+    shown = ", ".join(judged[:10]) + (f" and {len(judged) - 10} more" if len(judged) > 10 else "")
+    return (
+        f"Not run: {len(judged)} of the selected tasks ({shown}) are scored by NL assertions and this "
+        "service has no judge, so the result could not be complete. Name a judge (config.judge_llm, e.g. "
+        '"openai/gpt-4.1-2025-04-14", on a provider key the service holds), or leave those tasks out.'
+    )
 
 
 class AssessmentExecutor(AgentExecutor):
@@ -125,12 +183,17 @@ class AssessmentExecutor(AgentExecutor):
         try:
             if principal is None:
                 raise RequestError("the request is not authenticated")
-            config, notes = parse_request(
-                text,
-                split_ids=runtime.data.splits,
-                user_models=runtime.settings.user_model_names(),
-                max_json_depth=runtime.settings.max_request_json_depth,
+            request = read_request(text, max_json_depth=runtime.settings.max_request_json_depth)
+            parsed = request_config(
+                request,
+                await runtime.engine.load_domain(request.config.domain),
+                default_user_llm=default_user_llm(runtime.settings.default_user_model),
             )
+            config, notes = parsed.config, parsed.notes
+            runtime.engine.validate(config)  # an unknown model is refused in one line before anything else
+            unscorable = unscorable_tasks(runtime, config)
+            if unscorable is not None:
+                raise RequestError(unscorable)
             record, _ = await runtime.service.create(
                 config,
                 source="a2a",
@@ -152,34 +215,53 @@ class AssessmentExecutor(AgentExecutor):
 
         self._attached.add(task.id)
         try:
-            await self._follow(runtime, record, updater)
+            await self._follow(runtime, record, config, updater, principal)
         finally:
             self._attached.discard(task.id)
 
-    async def _follow(self, runtime: Runtime, record: AssessmentRecord, updater: TaskUpdater) -> None:
+    async def _follow(
+        self,
+        runtime: Runtime,
+        record: AssessmentRecord,
+        config: AssessmentConfig,
+        updater: TaskUpdater,
+        requester: Principal,
+    ) -> None:
         service = runtime.service
-        intro = f"Assessment {record.id} started: {record.trials_total} trials."
-        if record.warnings:
-            intro += " " + " ".join(record.warnings)
-        async with service.subscribe(record.id, accept=PROGRESS_ONLY) as subscription:
-            await service.start(record)
-            await updater.start_work(message=updater.new_agent_message([Part(text=intro)]))
-            # Subscribed before starting, so no event is missed; an assessment that already ended (a replayed
-            # request) has nothing more to stream.
-            if not (await service.get(record.id)).finished:
-                # Progress events may come from other processes, and a lost one must not leave the task
-                # waiting: the stored status decides when it is over (`wait` re-reads it), and the relay
-                # gets a moment to pass on the last events.
-                relay = asyncio.create_task(self._relay_progress(subscription, updater))
-                try:
-                    await service.wait(record.id)
-                    await asyncio.wait({relay}, timeout=RELAY_GRACE_S)
-                finally:
-                    relay.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await relay
-        final = await service.wait(record.id)
-        if final.status == COMPLETED and final.report is not None:
+        intro = intro_text(record, config)
+        retries = runtime.settings.a2a_retries
+        started = False
+        while True:
+            async with service.subscribe(record.id, accept=PROGRESS_ONLY) as subscription:
+                # Subscribed before starting, so no event is missed; an assessment that already ended (a
+                # replayed request) has nothing more to stream.
+                if not started:
+                    await service.start(record)
+                    await updater.start_work(message=updater.new_agent_message([Part(text=intro)]))
+                    started = True
+                await self._stream_until_finished(runtime, record.id, subscription, updater)
+            final = await service.wait(record.id)
+            complete = final.report is not None and final.report.complete
+            if final.status != COMPLETED or complete or retries <= 0:
+                break
+            if not retry_would_help(final, judge_configured=runtime.engine.judge_for(config) is not None):
+                break
+            retries -= 1
+            try:
+                # On the requester's behalf: under its key's rights as they are now.
+                record = await service.retry(record.id, source="a2a", caller=requester)
+            except (NothingToRetry, QuotaExceeded, ConfigError) as exc:
+                logger.info("assessment %s: no retry in place: %s", record.id, exc)
+                break
+            assert final.report is not None
+            text = (
+                f"Trials missing ({final.report.partial_summary()}): retrying them in place "
+                f"(attempt {record.attempt})."
+            )
+            await updater.update_status(
+                TaskState.TASK_STATE_WORKING, message=updater.new_agent_message([Part(text=text)])
+            )
+        if final.status == COMPLETED and final.report is not None and final.report.complete:
             await updater.add_artifact(result_parts(final, final.report), name=RESULT_ARTIFACT)
             await updater.complete()
         elif final.status == CANCELLED:
@@ -188,21 +270,72 @@ class AssessmentExecutor(AgentExecutor):
         else:
             await updater.failed(message=updater.new_agent_message([Part(text=failure_text(final))]))
 
+    async def _stream_until_finished(
+        self, runtime: Runtime, assessment_id: str, subscription: Subscription, updater: TaskUpdater
+    ) -> None:
+        """Relay progress until the assessment (this attempt of it) is finished. Progress events may come
+        from other processes, and a lost one must not leave the task waiting: the stored status decides when
+        it is over (`wait` re-reads it), and the relay gets a moment to pass on the last events."""
+        service = runtime.service
+        if (await service.get(assessment_id)).finished:
+            return
+        heartbeat_s = runtime.settings.a2a_heartbeat_s
+        relay = asyncio.create_task(
+            self._relay_progress(service, assessment_id, subscription, updater, heartbeat_s)
+        )
+        try:
+            await service.wait(assessment_id)
+            await asyncio.wait({relay}, timeout=RELAY_GRACE_S)
+        finally:
+            relay.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await relay
+
     @staticmethod
-    async def _relay_progress(subscription: Subscription, updater: TaskUpdater) -> None:
-        """One working status update per finished trial, until the assessment ends."""
-        async for event in subscription:
+    async def _relay_progress(
+        service: AssessmentService,
+        assessment_id: str,
+        subscription: Subscription,
+        updater: TaskUpdater,
+        heartbeat_s: float,
+    ) -> None:
+        """One working status update per finished trial, and one at least every `heartbeat_s` while the
+        trials run (what the stored record says is done), until the assessment ends."""
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        following = True  # the subscription still delivers (not lagged)
+
+        async def say(text: str) -> None:
+            nonlocal last
+            await updater.update_status(
+                TaskState.TASK_STATE_WORKING, message=updater.new_agent_message([Part(text=text)])
+            )
+            last = loop.time()
+
+        while True:
+            event = None
+            wait_s = max(0.0, last + heartbeat_s - loop.time())
+            if following:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait_s):
+                        event = await subscription.queue.get()
+            else:
+                await asyncio.sleep(wait_s)
             if isinstance(event, TrialDone):
                 reward = "excluded" if event.reward is None else f"reward {event.reward:g}"
-                text = (
+                await say(
                     f"{event.trials_done}/{event.trials_total} trials done: task {event.task_id} "
                     f"trial {event.trial} ended by {event.termination_reason}, {reward}."
                 )
-                await updater.update_status(
-                    TaskState.TASK_STATE_WORKING, message=updater.new_agent_message([Part(text=text)])
-                )
-            elif isinstance(event, Lagged) or (isinstance(event, StatusChanged) and event.status in TERMINAL):
+            elif isinstance(event, Lagged):
+                following = False
+            elif isinstance(event, StatusChanged) and event.status in TERMINAL_STATUSES:
                 return
+            elif event is None:
+                record = await service.get(assessment_id)
+                if record.finished:
+                    return
+                await say(f"Still running: {record.trials_done}/{record.trials_total} trials done.")
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id = context.task_id
@@ -230,7 +363,7 @@ class AssessmentExecutor(AgentExecutor):
         if task is None or task.status.state in _FINAL_STATES:
             return  # already written, by the process whose execute() followed it
         status = TaskStatus()
-        if record.status == COMPLETED and record.report is not None:
+        if record.status == COMPLETED and record.report is not None and record.report.complete:
             task.artifacts.append(
                 Artifact(
                     artifact_id=f"result-{record.id}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -130,7 +131,8 @@ def test_a2a_an_agentbeats_config_without_max_steps_leaves_it_to_the_model() -> 
 
     def parsed(config: dict[str, Any]) -> AssessmentConfig:
         request = {"participants": {"agent": "http://127.0.0.1:9/"}, "config": config}
-        return parse_request(json.dumps(request), split_ids=splits, user_models=["small"])[0]
+        catalog = SimpleNamespace(tasks=dict.fromkeys(splits["base"]), splits=splits)
+        return parse_request(json.dumps(request), catalog=lambda domain: catalog).config
 
     assert "max_steps" not in parsed({"domain": "retail", "num_tasks": 1}).model_fields_set
     chosen = parsed({"domain": "retail", "num_tasks": 1, "max_steps": 7})

@@ -32,7 +32,13 @@ async def start_over_a2a(url: str, agent_url: str) -> str:
     text = json.dumps(
         {
             "participants": {"agent": agent_url},
-            "config": {"domain": "retail", "num_tasks": 6, "num_trials": 2, "max_concurrent": 1},
+            "config": {
+                "domain": "retail",
+                "task_ids": [0, 1, 5, 6, 7, 8],  # none needs a judge (this service has none)
+                "num_trials": 2,
+                "max_concurrent": 1,
+                "user_llm": "scripted",
+            },
         }
     )
     message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)])

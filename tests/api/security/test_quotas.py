@@ -110,7 +110,10 @@ async def test_a_full_quota_rejects_an_a2a_request_with_a_message(database_url: 
         assert first.status_code == 202
         client = await create_client(url, ClientConfig(httpx_client=http, streaming=False))
         text = json.dumps(
-            {"participants": {"agent": idle_url}, "config": {"domain": "retail", "num_tasks": 1}}
+            {
+                "participants": {"agent": idle_url},
+                "config": {"domain": "retail", "num_tasks": 1, "user_llm": "scripted"},
+            }
         )
         task = await a2a_final_task(client, text)
         assert task.status.state == TaskState.TASK_STATE_REJECTED

@@ -70,7 +70,12 @@ async def a2a_client(url: str, http: httpx.AsyncClient, *, streaming: bool = Fal
 
 
 def agentbeats_request(agent_url: str) -> SendMessageRequest:
-    text = json.dumps({"participants": {"agent": agent_url}, "config": {"domain": "retail", "num_tasks": 2}})
+    text = json.dumps(
+        {
+            "participants": {"agent": agent_url},
+            "config": {"domain": "retail", "num_tasks": 2, "user_llm": "scripted"},
+        }
+    )
     return a2a_text_request(text, return_immediately=True)
 
 

@@ -30,6 +30,7 @@ from a2a.types import (
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData
 from tests.api.servers import poll, serve_green
+from tests.support.fake_llm import passing_judge, serve_fake_llm
 
 
 @pytest.fixture
@@ -60,7 +61,10 @@ def request(text: str, *, return_immediately: bool = False) -> SendMessageReques
 
 
 def agentbeats(agent_url: str, **config: Any) -> str:
-    return json.dumps({"participants": {"agent": agent_url}, "config": {"domain": "retail", **config}})
+    """The request; the scripted customer unless `user_llm` says otherwise (only a request naming it gets
+    it)."""
+    config = {"domain": "retail", "user_llm": "scripted", **config}
+    return json.dumps({"participants": {"agent": agent_url}, "config": config})
 
 
 async def collect(client: Client, text: str) -> tuple[list[StreamResponse], Task]:
@@ -81,47 +85,106 @@ async def test_agent_card(green_url: str, http: httpx.AsyncClient) -> None:
 
 
 async def test_agentbeats_request_streams_and_completes_with_result(
+    database_url: str, http: httpx.AsyncClient, oracle_url: str, retail_data: RetailData
+) -> None:
+    async with (
+        serve_fake_llm(passing_judge) as judge,
+        serve_green(
+            database_url, judge_model={"model": "fake-judge", "base_url": judge.base_url}
+        ) as green_url,
+    ):
+        client = await a2a_client(green_url, http)
+        text = agentbeats(oracle_url, task_ids=[2, 0, 1], num_trials=2, extra_key=1)
+        responses, task = await collect(client, text)
+
+        updates = [r.status_update for r in responses if r.HasField("status_update")]
+        working = [u for u in updates if u.status.state == TaskState.TASK_STATE_WORKING]
+        progress = [get_message_text(u.status.message) for u in working]
+        assert sum("trials done" in p for p in progress) == 6, progress
+        # One sentence each: what runs, then every warning (the ignored key, the scripted customer).
+        assert (
+            progress[0].startswith("Assessment ") and ": 3 tasks x 2 trials = 6 trials. Note: " in progress[0]
+        )
+        assert "config keys ignored (not used by this green agent): 'extra_key'." in progress[0]
+
+        assert task.status.state == TaskState.TASK_STATE_COMPLETED
+        assert [a.name for a in task.artifacts] == ["Result"]
+        parts = list(task.artifacts[0].parts)
+        assert parts[0].text.startswith("tau2 retail assessment"), parts[0].text
+        (data,) = get_data_parts(parts)
+        assert data["complete"] is True and data["partial_reasons"] == {}
+        assert set(data["signal_applicable"]) == set(data["signal_rates"])
+        assert data["signal_applicable"]["CLEAN_EXIT"] == data["trials_scored"] == 6
+        assert data["domain"] == "retail" and data["judge_model"] == "fake-judge"
+        assert data["max_score"] == len(data["task_rewards"]) == 3
+        assert data["score"] == 3 and data["pass_rate"] == 100.0 == data["tau2_pass_rate"]
+        assert data["evaluation"] == "tau2" and data["action_pass_rate"] == 100.0
+        assert set(data["task_rewards"]) == {"0", "1", "2"}
+        assert data["trials_total"] == 6
+        assert data["time_used"] > 0 and data["num_trials"] == 2 and set(data["pass_hat_k"]) == {"1", "2"}
+        assert "DB_STATE_MATCH" in data["signal_rates"]
+        assert any("extra_key" in w for w in data["warnings"])
+        # The error bars are added fields; every key above keeps its shape. Every task solved: 1.0, stderr
+        # exactly 0 (every task the same), as text "1.000 +- 0.000".
+        stats = data["stats"]
+        assert stats["n_tasks"] == 3
+        assert stats["avg_reward"] == {"value": 1.0, "stderr": 0.0, "ci95": [1.0, 1.0]}
+        assert set(stats["pass_hat_k"]) == {"1", "2"}
+        assert "average reward 1.000 +- 0.000 (95% intervals over 3 tasks)" in parts[0].text, parts[0].text
+        assert "pass^2 1.000 +- 0.000" in parts[0].text
+
+        # On the 1.x JSON-RPC wire, as on 0.3's (tests/api/web/test_agentbeats_pipeline.py), counts are
+        # integers although a DataPart's numbers are doubles: a leaderboard shows "3.0/3", not "3.0/3.0".
+        raw = await http.post(
+            green_url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task.id}},
+            headers={"A2A-Version": "1.0"},
+        )
+        (wire,) = [p["data"] for p in raw.json()["result"]["artifacts"][0]["parts"] if "data" in p]
+        assert '"max_score": 3,' in json.dumps(wire) and type(wire["trials_total"]) is int
+        assert type(wire["score"]) is float and type(wire["stats"]["n_tasks"]) is int
+
+        # The same assessment through the REST door.
+        rest = (await http.get(f"{green_url}assessments/{data['assessment_id']}")).json()
+        assert rest["source"] == "a2a" and rest["status"] == "completed" and rest["a2a_task_id"] == task.id
+        assert rest["progress"] == {"trials_done": 6, "trials_total": 6}
+
+
+async def test_a_request_that_cannot_be_scored_in_full_is_rejected_before_it_runs(
     green_url: str, http: httpx.AsyncClient, oracle_url: str
 ) -> None:
+    # Task 2 is scored by NL assertions and this service has no judge: the result could never be complete.
     client = await a2a_client(green_url, http)
-    text = agentbeats(oracle_url, task_ids=[0, 1, 2], num_trials=2, user_llm="not-configured", extra_key=1)
-    responses, task = await collect(client, text)
+    _, task = await collect(client, agentbeats(oracle_url, task_ids=[0, 1, 2]))
+    assert task.status.state == TaskState.TASK_STATE_REJECTED and not task.artifacts
+    message = get_message_text(task.status.message)
+    assert message.startswith("Not run: 1 of the selected tasks (2) are scored by NL assertions")
+    assert "judge_llm" in message and "\n" not in message
+    assert (await http.get(green_url + "assessments")).json()["count"] == 0
 
-    updates = [r.status_update for r in responses if r.HasField("status_update")]
-    working = [u for u in updates if u.status.state == TaskState.TASK_STATE_WORKING]
-    progress = [get_message_text(u.status.message) for u in working]
-    assert sum("trials done" in p for p in progress) == 6, progress
-    assert "not configured here" in progress[0]
 
-    assert task.status.state == TaskState.TASK_STATE_COMPLETED
-    assert [a.name for a in task.artifacts] == ["Result"]
-    parts = list(task.artifacts[0].parts)
-    # task 2 needs the judge this service lacks: the result is partial and says so before anything else
-    assert parts[0].text.startswith("Partial result: 2 trials not judged"), parts[0].text
-    (data,) = get_data_parts(parts)
-    assert data["complete"] is False and data["partial_reasons"] == {"not_judged": 2}
-    assert set(data["signal_applicable"]) == set(data["signal_rates"])
-    assert data["signal_applicable"]["CLEAN_EXIT"] == data["trials_scored"] == 4
-    assert data["domain"] == "retail"
-    # Without a judge, tasks whose reward needs NL assertions are excluded: max_score counts scored tasks.
-    assert data["max_score"] == len(data["task_rewards"]) >= 1
-    assert data["score"] == data["max_score"] and data["pass_rate"] == 100.0
-    assert set(data["task_rewards"]) <= {"0", "1", "2"}
-    assert data["trials_total"] == 6
-    assert data["time_used"] > 0 and data["num_trials"] == 2 and set(data["pass_hat_k"]) == {"1", "2"}
-    assert "DB_STATE_MATCH" in data["signal_rates"]
-    # The error bars are added fields; every key above keeps its shape. Tasks 0 and 1, both solved: 1.0,
-    # stderr exactly 0 (every task the same), as text "1.000 +- 0.000".
-    stats = data["stats"]
-    assert stats["n_tasks"] == 2 and stats["avg_reward"] == {"value": 1.0, "stderr": 0.0, "ci95": [1.0, 1.0]}
-    assert set(stats["pass_hat_k"]) == {"1", "2"} and stats["task_successes"] == {"0": [2, 2], "1": [2, 2]}
-    assert "average reward 1.000 +- 0.000 (95% intervals over 2 tasks)" in parts[0].text, parts[0].text
-    assert "pass^2 1.000 +- 0.000" in parts[0].text
-
-    # The same assessment through the REST door.
-    rest = (await http.get(f"{green_url}assessments/{data['assessment_id']}")).json()
-    assert rest["source"] == "a2a" and rest["status"] == "completed" and rest["a2a_task_id"] == task.id
-    assert rest["progress"] == {"trials_done": 6, "trials_total": 6}
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        # Never silently the scripted customer: a model not offered here is refused, naming what is.
+        ({"user_llm": "openai/gpt-4o-mini"}, "user model 'openai/gpt-4o-mini' needs OPENAI_API_KEY"),
+        (
+            {"user_llm": "not-configured"},
+            "user model 'not-configured' is not offered here; use one of: scripted",
+        ),
+        ({"user_llm": None}, "needs OPENAI_API_KEY"),  # the official green's default customer
+        ({"judge_llm": "openai/gpt-4.1"}, "judge model 'openai/gpt-4.1' needs OPENAI_API_KEY"),
+    ],
+)
+async def test_a_model_not_offered_here_is_refused_in_one_line(
+    green_url: str, http: httpx.AsyncClient, oracle_url: str, config: dict[str, Any], expected: str
+) -> None:
+    client = await a2a_client(green_url, http, streaming=False)
+    _, task = await collect(client, agentbeats(oracle_url, num_tasks=2, **config))
+    assert task.status.state == TaskState.TASK_STATE_REJECTED
+    message = get_message_text(task.status.message)
+    assert expected in message and "\n" not in message, message
+    assert (await http.get(green_url + "assessments")).json()["count"] == 0
 
 
 async def test_a_complete_result_carries_the_flag_and_counts(
@@ -142,7 +205,7 @@ async def test_an_unreachable_agent_fails_the_task_saying_what_to_fix(
     green_url: str, http: httpx.AsyncClient
 ) -> None:
     client = await a2a_client(green_url, http)
-    _, task = await collect(client, agentbeats("http://127.0.0.1:9/", num_tasks=3))
+    _, task = await collect(client, agentbeats("http://127.0.0.1:9/", num_tasks=2))
     assert task.status.state == TaskState.TASK_STATE_FAILED
     assert not task.artifacts  # no Result: nothing a pipeline could publish as a score of 0
     message = get_message_text(task.status.message)
@@ -179,7 +242,7 @@ async def test_a_resumed_a2a_assessment_whose_agent_is_gone_fails_its_task_sayin
     ("text", "expected"),
     [
         ("Hello", "not JSON"),
-        (json.dumps({"participants": {"agent": "http://a.test"}, "config": {"domain": "airline"}}), "retail"),
+        (json.dumps({"participants": {"agent": "http://a"}, "config": {"domain": "banking"}}), "airline"),
         (
             json.dumps(
                 {
@@ -187,7 +250,7 @@ async def test_a_resumed_a2a_assessment_whose_agent_is_gone_fails_its_task_sayin
                     "config": {"domain": "retail", "task_ids": ["nope"]},
                 }
             ),
-            "unknown task ids",
+            "do not exist: 'nope'",
         ),
     ],
 )
@@ -239,7 +302,7 @@ async def test_rest_binding_and_cancel(green_url: str, http: httpx.AsyncClient, 
     (first,) = [
         r
         async for r in client.send_message(
-            request(agentbeats(idle_url, num_tasks=3), return_immediately=True)
+            request(agentbeats(idle_url, num_tasks=2), return_immediately=True)
         )
     ]
     task_id = first.task.id

@@ -55,7 +55,7 @@ async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
         ({"agent_url": "http://a.test", "trials": 0}, ["body", "trials"], "greater than or equal to 1"),
         ({"agent_url": "not a url"}, ["body", "agent_url"], "http:// or https://"),
         ({"agent_url": "http://a.test", "tasks": {"task_ids": ["9999"]}}, ["body"], "unknown task ids"),
-        ({"agent_url": "http://a.test", "user_model": "gpt-x"}, ["body"], "use one the operator configured"),
+        ({"agent_url": "http://a.test", "user_model": "gpt-x"}, ["body"], "is not offered here; use one of"),
         ({"agent_url": "http://a.test", "api_key": "sk-x"}, ["body", "api_key"], "Extra inputs"),
         (
             {"agent_url": "http://a.test", "tasks": {"task_ids": ["1"], "num_tasks": 3}},

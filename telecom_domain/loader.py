@@ -1,0 +1,150 @@
+"""``load_telecom_data``: the verified, parsed telecom data, shared read-only by every trial of a process."""
+
+from __future__ import annotations
+
+import copy
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from domain_kit.calls import ToolCall
+from domain_kit.outcomes import EnvironmentCheck, GoldOutcome
+from domain_kit.protocols import DomainEnvironment
+from domain_kit.tasks import Task
+
+from .data import DataSource, locate_data, read_raw
+from .environment import TelecomEnvironment
+from .evaluation import check_trajectory, replay_gold
+from .initial_state import apply_initial_state
+from .model import db_hash
+from .phone import TelecomUserDB, parse_user_db
+from .records import TelecomDB, parse_db
+from .schemas import READ_TOOLS, TOOL_SCHEMAS, USER_TOOL_SCHEMAS, WRITE_TOOLS
+from .tasks import TaskIndex, task_splits
+
+DOMAIN_NAME = "telecom"
+DEFAULT_SPLIT = "base"
+
+
+class TelecomData:
+    """The parsed base: the agent's policy, the tasks (tasks.json order; the default split kept parsed), the
+    splits, both pristine databases, and a factory for trial environments. Implements domain_kit's
+    `DomainData`."""
+
+    name = DOMAIN_NAME
+    default_split = DEFAULT_SPLIT
+    tool_schemas: Sequence[Mapping[str, Any]] = TOOL_SCHEMAS
+    user_tool_schemas: Sequence[Mapping[str, Any]] = USER_TOOL_SCHEMAS
+    write_tools = WRITE_TOOLS
+    read_tools = READ_TOOLS
+
+    def __init__(
+        self,
+        source: DataSource,
+        db: TelecomDB,
+        user_db: TelecomUserDB,
+        policy: str,
+        tasks: TaskIndex,
+        splits: dict[str, tuple[str, ...]],
+    ) -> None:
+        self.source = source
+        self._db = db
+        self._user_db = user_db
+        self.policy = policy
+        self.tasks = tasks
+        self.splits = splits
+        self._initial_db_hash = db_hash(db)
+        self._gold: dict[str, GoldOutcome] = {}
+        self._gold_lock = threading.Lock()
+
+    @property
+    def source_description(self) -> str:
+        return self.source.describe()
+
+    def task(self, task_id: str) -> Task:
+        try:
+            return self.tasks[str(task_id)]
+        except KeyError:
+            shown = str(task_id) if len(str(task_id)) <= 120 else str(task_id)[:120] + "..."
+            raise KeyError(
+                f"unknown telecom task id {shown!r} (ids look like "
+                "'[mobile_data_issue]airplane_mode_on|data_mode_off[PERSONA:None]')"
+            ) from None
+
+    def task_document(self, task_id: str) -> dict[str, Any]:
+        """The task exactly as tasks.json holds it (freshly parsed: the caller owns it)."""
+        return self.tasks.document(self.task(task_id).id)
+
+    def split(self, name: str) -> tuple[str, ...]:
+        try:
+            return self.splits[name]
+        except KeyError:
+            raise KeyError(f"unknown split {name!r}; known: {sorted(self.splits)}") from None
+
+    def new_environment(
+        self, task_id: str | None = None, *, normalize_ids: bool = False
+    ) -> TelecomEnvironment:
+        """A fresh environment: with a task, in that task's initial state (its setup run, the phone synced);
+        without, the pristine databases. ``normalize_ids`` is retail's and changes nothing here."""
+        if task_id is None:
+            return TelecomEnvironment(copy.deepcopy(self._db), copy.deepcopy(self._user_db))
+        return self._task_environment(self.task(task_id))
+
+    def _task_environment(self, task: Task) -> TelecomEnvironment:
+        env = TelecomEnvironment(copy.deepcopy(self._db), copy.deepcopy(self._user_db), seed=task.id)
+        apply_initial_state(env, task.initial_state)
+        return env
+
+    def initial_db_hash(self) -> str:
+        """The pristine agent DB's hash (a task's initial state may differ: see new_environment)."""
+        return self._initial_db_hash
+
+    def gold(self, task_id: str) -> GoldOutcome:
+        """The task's gold replay as upstream's evaluator makes it (no sync), computed once per process."""
+        task = self.task(task_id)
+        with self._gold_lock:
+            outcome = self._gold.get(task.id)
+            if outcome is None:
+                outcome = replay_gold(task, self._task_environment)
+                self._gold[task.id] = outcome
+            return outcome
+
+    def check_environment(
+        self, task_id: str, live: DomainEnvironment, calls: Sequence[ToolCall]
+    ) -> EnvironmentCheck:
+        """Upstream's environment evaluation of a trajectory: ``calls`` (both parties, in order, with their
+        requestors) replayed on a fresh environment in the task's initial state; the env assertions run on
+        that. ``live`` is not read: the replay is what upstream scores."""
+        task = self.task(task_id)
+        return check_trajectory(task, self.gold(task.id), self._task_environment, calls)
+
+
+_cache: dict[tuple[str, ...], TelecomData] = {}
+_cache_lock = threading.Lock()
+
+
+def load_telecom_data(data_dir: str | os.PathLike[str] | None = None) -> TelecomData:
+    """Locate (explicit dir, else TAU2_TELECOM_DATA_DIR, else the files `green-agent data install` put in
+    <sys.prefix>/share/tau2-green-agent/telecom), verify every file's sha256 and parse once per process and
+    source. Raises DataError on a missing or altered file."""
+    source = locate_data(data_dir)
+    key = tuple(str(path) for _, path in source.paths)
+    with _cache_lock:
+        cached = _cache.get(key)
+        if cached is not None:
+            return cached
+        raw = read_raw(source)
+        splits_raw = raw.splits
+        keep = splits_raw.get(DEFAULT_SPLIT, ())
+        tasks = TaskIndex(raw.tasks.decode("utf-8"), keep=[str(task_id) for task_id in keep])
+        data = TelecomData(
+            source=source,
+            db=parse_db(raw.db),
+            user_db=parse_user_db(raw.user_db),
+            policy=raw.policy,
+            tasks=tasks,
+            splits=task_splits(splits_raw, tasks),
+        )
+        _cache[key] = data
+        return data
