@@ -24,7 +24,10 @@ from tests.api.servers import serve_green
 # The agent is on loopback and the key may not reach private networks: a request that gets through is
 # refused by the egress rule (a 422, a rejected task) and no assessment runs either way.
 REQUEST = json.dumps(
-    {"participants": {"agent": "http://127.0.0.1:9"}, "config": {"domain": "retail", "task_ids": ["0"]}}
+    {
+        "participants": {"agent": "http://127.0.0.1:9"},
+        "config": {"domain": "retail", "task_ids": ["0"], "user_llm": "scripted"},
+    }
 )
 V1 = {"A2A-Version": "1.0"}
 
