@@ -89,7 +89,14 @@ def _quote(value: str, limit: int = 120) -> str:
 
 
 class ConfigError(ValueError):
-    """A configuration that cannot run with these settings and data; the message says what to change."""
+    """A configuration that cannot run with these settings and data; the message says what to change.
+
+    `field` names the AssessmentConfig field at fault when there is one ("agent_url", "tasks", "user_model"),
+    so a form can show the message next to it; None when the whole request is at fault."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class ProviderLimits(BaseModel):
@@ -397,12 +404,14 @@ class EngineSettings(BaseModel):
                     if named[1] in (configured_name, configured.model):
                         return configured
             raise ConfigError(
-                f"user model {_quote(name, 80)} is not offered here; use one of: {self.user_model_choices()}"
+                f"user model {_quote(name, 80)} is not offered here; use one of: {self.user_model_choices()}",
+                field="user_model",
             )
         endpoint = self._provider_endpoint(name, named, "user model")
         if endpoint is None:
             raise ConfigError(
-                f"user model {_quote(name, 80)} is not offered here; use one of: {self.user_model_choices()}"
+                f"user model {_quote(name, 80)} is not offered here; use one of: {self.user_model_choices()}",
+                field="user_model",
             )
         return endpoint
 

@@ -116,10 +116,23 @@ class AssessmentRecord:
     """The current attempt: 1 when created, one more with each retry."""
     agent_name: str | None = None
     """The name on the agent's card (cleaned and bounded), once the card was read."""
+    rerun_of: str | None = None
+    """The assessment whose failed tasks this one reruns, if it is such a rerun."""
 
     @property
     def finished(self) -> bool:
         return self.status in TERMINAL
+
+
+@dataclass(frozen=True)
+class AssessmentLabel:
+    """What names an assessment in a list to pick from: id, agent, status and when it was created."""
+
+    id: str
+    agent_url: str
+    agent_name: str | None
+    status: str
+    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -139,14 +152,12 @@ class Attempt:
 @dataclass(frozen=True)
 class RetryPlan:
     """What a retry does in the same assessment: the trials it runs (excluded as infrastructure errors, or
-    never run) and the stored trials it judges again (their judge failed or was missing), and the egress rule
-    of whoever asked for it (`allow_private_agents`), which the assessment runs under from now on."""
+    never run) and the stored trials it judges again (their judge failed or was missing)."""
 
     run: tuple[tuple[str, int], ...]
     judge: tuple[tuple[str, int], ...]
     reason: str
     source: str
-    allow_private_agents: bool
 
 
 @dataclass(frozen=True)
@@ -166,6 +177,8 @@ class NewAssessment:
     agent_headers: dict[str, str] = field(default_factory=dict, repr=False)
     lease: RunnerLease | None = None
     """SQLite: the process that will run it, claimed from the start (see `claim_unfinished`)."""
+    rerun_of: str | None = None
+    """The assessment whose failed tasks it reruns."""
 
 
 @dataclass(frozen=True)
@@ -321,6 +334,7 @@ def _record(row: AssessmentRow) -> AssessmentRecord:
         agent_headers=dict(row.agent_headers or {}),
         attempt=row.attempt,
         agent_name=row.agent_name,
+        rerun_of=row.rerun_of,
     )
 
 
@@ -573,6 +587,7 @@ class AssessmentRepository:
             updated_at=now,
             runner=new.lease.runner if new.lease is not None else None,
             lease_expires_at=new.lease.expires_at() if new.lease is not None else None,
+            rerun_of=new.rerun_of,
         )
         first = AttemptRow(
             assessment_id=row.id,
@@ -679,6 +694,44 @@ class AssessmentRepository:
                 )
             ).scalars()
             return [_record(r) for r in rows], total
+
+    async def labels(
+        self,
+        *,
+        tenant: str | None = None,
+        rerun_of: str | None = None,
+        before: AssessmentRecord | None = None,
+        limit: int = 50,
+    ) -> list[AssessmentLabel]:
+        """What names assessments in a list to pick from (no report or config is read), newest first:
+        `tenant`'s (None: anyone's); with `rerun_of`, the reruns of that assessment's failed tasks; with
+        `before`, those of its agent URL created before it (the newest first is "the previous one")."""
+        conditions: list[ColumnElement[bool]] = []
+        if tenant is not None:
+            conditions.append(AssessmentRow.tenant == tenant)
+        if rerun_of is not None:
+            conditions.append(AssessmentRow.rerun_of == rerun_of)
+        if before is not None:
+            conditions += [
+                AssessmentRow.agent_url == before.agent_url,
+                AssessmentRow.created_at <= before.created_at,
+                AssessmentRow.id != before.id,
+            ]
+        columns = (
+            AssessmentRow.id,
+            AssessmentRow.agent_url,
+            AssessmentRow.agent_name,
+            AssessmentRow.status,
+            AssessmentRow.created_at,
+        )
+        async with self._session() as session:
+            rows = await session.execute(
+                select(*columns)
+                .where(*conditions)
+                .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)
+                .limit(limit)
+            )
+            return [AssessmentLabel(*row) for row in rows]
 
     async def count_by_status(self) -> dict[str, int]:
         """How many assessments have each status (every status present, 0 when none)."""
@@ -897,12 +950,18 @@ class AssessmentRepository:
     # -- retries --------------------------------------------------------------------------------------------
 
     async def begin_retry(
-        self, assessment_id: str, plan: RetryPlan, *, lease: RunnerLease | None = None
+        self,
+        assessment_id: str,
+        plan: RetryPlan,
+        *,
+        allow_private_agents: bool,
+        lease: RunnerLease | None = None,
     ) -> AssessmentRecord | None:
         """Start the next attempt of a finished assessment, in one transaction: back to `queued` (report and
-        error cleared, the retry's egress rule stored), the trials `plan.run` names deleted (the queue then
-        runs them as never run), those `plan.judge` names marked to be judged again, the progress count set
-        to what stays done, and the attempt recorded. None when the assessment is not finished (it runs, or
+        error cleared; `allow_private_agents`, the egress rule of whoever retries it, stored: its trials run
+        under that rule), the trials `plan.run` names deleted (the queue then runs them as never run), those
+        `plan.judge` names marked to be judged again, the progress count set to what stays done, and the
+        attempt recorded. None when the assessment is not finished (it runs, or
         another retry just started it: only one wins). `lease`: SQLite, the process that will run it."""
         now = _now()
         async with self._writing(), self._session() as session, session.begin():
@@ -916,7 +975,7 @@ class AssessmentRepository:
                     finished_at=None,
                     updated_at=now,
                     attempt=AssessmentRow.attempt + 1,
-                    allow_private_agents=plan.allow_private_agents,
+                    allow_private_agents=allow_private_agents,
                     runner=lease.runner if lease is not None else None,
                     lease_expires_at=lease.expires_at() if lease is not None else None,
                 )

@@ -371,6 +371,7 @@ class AssessmentService:
         notes: Sequence[str] = (),
         start: bool = True,
         builtin_oracle: bool = False,
+        rerun_of: str | None = None,
     ) -> tuple[AssessmentRecord, bool]:
         """Validate and store a new assessment of `tenant` (or return the one this tenant's idempotency key
         made); queue it.
@@ -380,12 +381,13 @@ class AssessmentService:
         used for another request. `notes` are kept with the assessment (e.g. what an A2A request asked for
         that was mapped or ignored). `builtin_oracle`: the agent is the demo's own oracle, the one agent the
         scripted customer suits (no warning about it). A config that sets no step limit gets its customer
-        model's `max_steps`, if the operator gave it one, and a warning saying so."""
+        model's `max_steps`, if the operator gave it one, and a warning saying so. `rerun_of`: the assessment
+        whose failed tasks this one reruns (`rerun_failed`), kept so each links to the other."""
         config, step_limit = with_model_step_limit(config, self._engine.settings)
         task_ids = self._engine.validate(config)
         refusal = self._egress_policy(allow_private_agents).url_refusal(config.agent_url)
         if refusal is not None:
-            raise ConfigError(f"agent_url is refused: {refusal}")
+            raise ConfigError(f"agent_url is refused: {refusal}", field="agent_url")
         trials_total = len(task_ids) * config.trials
         new = NewAssessment(
             config=config.model_dump(mode="json"),
@@ -407,6 +409,7 @@ class AssessmentService:
             a2a_context_id=a2a_context_id,
             agent_headers=config.agent_header_values(),
             lease=self.lease,
+            rerun_of=rerun_of,
         )
         async with self._admission:
             if idempotency_key is not None:
@@ -911,8 +914,43 @@ class AssessmentService:
             allow_private_agents=caller.allow_private_agents,
             notes=[note],
             start=start,
+            rerun_of=record.id,
         )
         return created, tasks
+
+    async def plan_retry(self, record: AssessmentRecord, *, source: str) -> RetryPlan:
+        """What a retry of this finished assessment would run again and judge again (`retry` does it; the web
+        UI says it before the button is pressed). Raises NothingToRetry when there is nothing left to do or
+        the assessment cannot run with the current settings."""
+        config = _config_of(record)
+        try:
+            keys = self._engine.trial_keys(config)
+        except ConfigError as exc:
+            raise NothingToRetry(
+                f"assessment {record.id} cannot run with the current settings: {exc}"
+            ) from None
+        stored = {
+            (t.task_id, t.trial): t for t in await self.repository.trial_results(record.id, transcripts=False)
+        }
+        judge = tuple(key for key in keys if key in stored and self._engine.rejudgeable(stored[key], config))
+        to_judge = set(judge)
+        excluded = [
+            key
+            for key in keys
+            if key in stored
+            and key not in to_judge
+            and stored[key].termination_reason == INFRASTRUCTURE_ERROR
+        ]
+        never_run = [key for key in keys if key not in stored]
+        rerun = set(excluded) | set(never_run)
+        run = tuple(key for key in keys if key in rerun)
+        if not run and not judge:
+            raise NothingToRetry(
+                f"assessment {record.id} has nothing left to retry: its {len(keys)} planned trials are "
+                "stored and scored, or excluded for want of a judge while none is configured"
+            )
+        reason = retry_reason(len(excluded), len(never_run), len(judge))
+        return RetryPlan(run=run, judge=judge, reason=reason, source=source)
 
     async def retry(
         self, assessment_id: str, *, source: str, caller: Principal, start: bool = True
@@ -939,53 +977,22 @@ class AssessmentService:
             raise NothingToRetry(
                 f"assessment {assessment_id} is {record.status}; retry it once it has finished (or cancel it)"
             )
+        plan = await self.plan_retry(record, source=source)
         config = _config_of(record)
-        try:
-            keys = self._engine.trial_keys(config)
-        except ConfigError as exc:
-            raise NothingToRetry(
-                f"assessment {assessment_id} cannot run with the current settings: {exc}"
-            ) from None
-        stored = {
-            (t.task_id, t.trial): t for t in await self.repository.trial_results(record.id, transcripts=False)
-        }
-        judge = tuple(key for key in keys if key in stored and self._engine.rejudgeable(stored[key], config))
-        to_judge = set(judge)
-        excluded = [
-            key
-            for key in keys
-            if key in stored
-            and key not in to_judge
-            and stored[key].termination_reason == INFRASTRUCTURE_ERROR
-        ]
-        never_run = [key for key in keys if key not in stored]
-        rerun = set(excluded) | set(never_run)
-        run = tuple(key for key in keys if key in rerun)
-        if not run and not judge:
-            raise NothingToRetry(
-                f"assessment {assessment_id} has nothing left to retry: its {len(keys)} planned trials are "
-                "stored and scored, or excluded for want of a judge while none is configured"
-            )
         refusal = self._egress_policy(caller.allow_private_agents).url_refusal(config.agent_url)
         if refusal is not None:
             raise ConfigError(f"agent_url is refused: {refusal}")
-        reason = retry_reason(len(excluded), len(never_run), len(judge))
-        plan = RetryPlan(
-            run=run,
-            judge=judge,
-            reason=reason,
-            source=source,
-            allow_private_agents=caller.allow_private_agents,
-        )
         async with self._admission:  # as `create`: the quota check and the write, one request at a time
             if self._quotas is not None:
                 self._quotas.check_config(config, record.trials_total, caller.tenant)
                 load = await self.repository.load(record.tenant)
-                self._quotas.check_load(load, len(run) + len(judge), record.tenant)
-            retried = await self.repository.begin_retry(record.id, plan, lease=self.lease)
+                self._quotas.check_load(load, len(plan.run) + len(plan.judge), record.tenant)
+            retried = await self.repository.begin_retry(
+                record.id, plan, allow_private_agents=caller.allow_private_agents, lease=self.lease
+            )
         if retried is None:
             raise NothingToRetry(f"assessment {assessment_id} is running already (another retry started it)")
-        logger.info("assessment %s: attempt %d: %s", record.id, retried.attempt, reason)
+        logger.info("assessment %s: attempt %d: %s", record.id, retried.attempt, plan.reason)
         self._opened.pop(record.id, None)  # opened again, as a retry
         self._publish_status(record.id, retried.status, retried.trials_done, retried.trials_total)
         if start and not await self.start(retried):

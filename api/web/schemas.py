@@ -39,7 +39,7 @@ class AttemptPublic(BaseModel):
     """One attempt of an assessment: its first run (1) or a retry."""
 
     number: int
-    source: str = Field(description="rest, a2a, cli or import: who started it")
+    source: str = Field(description="rest, a2a, ui, cli or import: who started it")
     reason: str = Field(description="'created', or what the retry set out to do")
     trials_to_run: int
     trials_to_judge: int = Field(description="Stored trials judged again, without running them again.")
@@ -63,7 +63,7 @@ class AssessmentPublic(BaseModel):
         description="The name on the agent's card, once it was read: control and bidi characters removed, at "
         "most GREEN_AGENT_MAX_CARD_NAME_CHARS characters. The agent's own text: escape it where you show it.",
     )
-    source: str = Field(description="rest, a2a, cli or import (a re-scored tau2 file)")
+    source: str = Field(description="rest, a2a, ui (the web UI), cli or import (a re-scored tau2 file)")
     tenant: str = Field(description="The tenant of the API key that started it (open mode: default).")
     config: dict[str, Any]
     progress: Progress
@@ -82,6 +82,10 @@ class AssessmentPublic(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     attempt: int = Field(description="The current attempt: 1, one more with each retry.")
+    rerun_of: str | None = Field(
+        default=None,
+        description="The assessment whose failed tasks this one reruns (rerun-failed); null otherwise.",
+    )
     attempts: list[AttemptPublic] | None = Field(
         default=None,
         description="Every attempt, first to last (in the single-assessment view; null in lists).",
@@ -115,6 +119,7 @@ class AssessmentPublic(BaseModel):
             started_at=record.started_at,
             finished_at=record.finished_at,
             attempt=record.attempt,
+            rerun_of=record.rerun_of,
             attempts=[AttemptPublic.of(a) for a in attempts] if attempts is not None else None,
             links=AssessmentLinks(
                 self=base,

@@ -1,14 +1,16 @@
 """Text a requester chooses that is logged or shown (agent URLs, task ids, model names, A2A participants,
 Idempotency-Key, path and query parameters) refuses control, format and bidi characters with a one-line 422
-(a rejected task over A2A, a usage error from the CLI), on SQLite and PostgreSQL; nothing is stored. The probe
-of issue 37: `POST /assessments` with `"http://127.0.0.1:19402/\\r\\nX-Injected: 1"` was a 202 and its raw
-value landed in the log (`urlsplit` drops CR and LF, so the URL check passed)."""
+(a rejected task over A2A, the form again from the web UI, a usage error from the CLI), on SQLite and
+PostgreSQL; nothing is stored. The probe of issue 37: `POST /assessments` with
+`"http://127.0.0.1:19402/\\r\\nX-Injected: 1"` was a 202 and its raw value landed in the log (`urlsplit`
+drops CR and LF, so the URL check passed)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -132,6 +134,19 @@ async def test_an_agentbeats_request_with_them_is_a_rejected_task(client: httpx.
         assert task.status.state == TaskState.TASK_STATE_REJECTED, code_point
         reply = get_message_text(task.status.message)
         assert code_point in reply and reply.isprintable(), reply
+    assert (await client.get("/assessments")).json()["count"] == 0
+
+
+async def test_the_ui_form_refuses_them_next_to_the_field(client: httpx.AsyncClient) -> None:
+    form = await client.get("/ui/assessments/new")
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form.text)
+    assert token is not None
+    origin = {"Origin": str(client.base_url).rstrip("/")}
+    for url, code_point in HOSTILE_URLS.items():
+        fields = {"csrf_token": token.group(1), "agent_url": url, "task_ids": "0"}
+        answer = await client.post("/ui/assessments/new", data=fields, headers=origin)
+        assert answer.status_code == 422, (url, answer.status_code)
+        assert "agent_url is refused: the URL holds" in answer.text and code_point in answer.text
     assert (await client.get("/assessments")).json()["count"] == 0
 
 

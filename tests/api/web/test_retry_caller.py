@@ -5,6 +5,7 @@ created; an admin whose tenant may run one trial per assessment retried one of t
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 
 from api.db.engine import create_engine
 from api.db.keys import KeyRepository
+from api.security.auth import UI_SESSION_COOKIE
 from tests.api.servers import poll, serve_green
 
 TWO_TASKS = {"tasks": {"task_ids": ["0", "1"]}}
@@ -60,6 +62,15 @@ async def test_a_retry_is_refused_by_the_callers_egress_rule_and_quota(green: tu
         assert refused.status_code == 422, refused.text
         (error,) = refused.json()["detail"]
         assert "agent_url is refused" in error["msg"] and "private" in error["msg"], error
+        # The web UI's button takes the same path, with the key from the UI's cookie.
+        async with httpx.AsyncClient(base_url=url, timeout=30) as browser:
+            browser.cookies.set(UI_SESSION_COOKIE, keys.public)
+            token = re.search(r'name="csrf_token" value="([^"]+)"', (await browser.get(f"/ui{path}")).text)
+            assert token is not None
+            from_ui = await browser.post(
+                f"/ui{path}/retry", data={"csrf_token": token.group(1)}, headers={"Origin": url.rstrip("/")}
+            )
+            assert from_ui.status_code == 422 and "agent_url is refused" in from_ui.text, from_ui.status_code
         too_large = await http.post(f"{path}/retry", headers=bearer(keys.admin))
         assert too_large.status_code == 422, too_large.text
         assert "at most 1 are allowed per assessment" in too_large.json()["detail"][0]["msg"]
