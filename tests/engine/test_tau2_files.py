@@ -15,11 +15,17 @@ import pytest
 from domain_kit import DomainData
 from green_agent import AssessmentConfig, Engine, EngineSettings, LLMEndpoint
 from green_agent.config import ProviderEndpoint, UserLLMArgs
-from green_agent.core.models import AssessmentReport, RunInfo
+from green_agent.core.models import (
+    AssessmentReport,
+    RunInfo,
+    ToolCallRecord,
+    TranscriptMessage,
+    TrialResult,
+)
 from green_agent.domains import load_domain
 from green_agent.llm.client import ChatLLM, RetryPolicy
 from green_agent.llm.judge import Judge
-from green_agent.tau2_format import ExportSource
+from green_agent.tau2_format import ExportSource, tau2_results
 from green_agent.tau2_format.rescore import InvalidResultsFile, domain_to_rescore, rescore_document
 from green_agent.tau2_format.submission import (
     STANDARD,
@@ -32,6 +38,7 @@ from green_agent.tau2_format.submission import (
     build_submission,
 )
 from retail_domain import RetailData
+from tests.support import tau2_schema
 from tests.support.fake_llm import FakeReply, serve_fake_llm
 
 
@@ -278,6 +285,57 @@ async def test_a_document_that_is_not_a_results_file_is_refused(data: RetailData
         InvalidResultsFile, match="simulation 0 is not one tau2 accepts: task_id: Field required"
     ):
         await rescore_document({"simulations": [without_task, broken]}, data)
+
+
+def test_the_export_names_who_made_each_call(data: RetailData) -> None:
+    """Dual control: a customer's own tool call is exported with requestor "user", and so is its tool message;
+    the agent's stay "assistant". (A hand-made transcript: retail's customer has no tools of its own.)"""
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    messages = [
+        ("assistant", "Hi! How can I help you today?", None, None),
+        (
+            "user",
+            "My phone has no signal.",
+            [ToolCallRecord(id="u1", name="check_status_bar", arguments={})],
+            None,
+        ),
+        ("tool", "No service", None, "u1"),
+        (
+            "assistant",
+            None,
+            [ToolCallRecord(id="a1", name="get_user_details", arguments={"user_id": "x"})],
+            None,
+        ),
+        ("tool", "Error: user not found", None, "a1"),
+        ("assistant", "Sorry, I cannot find you.", None, None),
+        ("user", "###STOP###", None, None),
+    ]
+    transcript = [
+        TranscriptMessage(
+            index=i, role=role, content=text, tool_calls=calls, tool_call_id=answers, timestamp=at
+        )
+        for i, (role, text, calls, answers) in enumerate(messages)
+    ]
+    trial = TrialResult(
+        task_id="0",
+        trial=0,
+        seed=1,
+        termination_reason="user_stop",
+        reward=0.0,
+        is_successful=False,
+        transcript=transcript,
+        started_at=at,
+        finished_at=at,
+    )
+    config = AssessmentConfig(agent_url="http://agent")
+    source = ExportSource("a1", at, "http://agent", config, _report(), [trial])
+    document = tau2_results(source, data)
+    tau2_schema.Results.model_validate(document)
+    exported = document["simulations"][0]["messages"]
+    assert exported[1]["tool_calls"][0]["requestor"] == "user" and exported[2]["requestor"] == "user"
+    assert (
+        exported[3]["tool_calls"][0]["requestor"] == "assistant" and exported[4]["requestor"] == "assistant"
+    )
 
 
 @pytest.fixture(scope="module")
