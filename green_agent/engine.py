@@ -472,6 +472,7 @@ class Engine:
             ),
             judge_model=judge.model if judge is not None else None,
             judge_rubric_sha256=_sha256(self._rubric) if judge is not None else None,
+            trial_retries=self.settings.trial_retries,
         )
 
     @property

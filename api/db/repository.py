@@ -952,13 +952,19 @@ class AssessmentRepository:
     # -- retries --------------------------------------------------------------------------------------------
 
     async def begin_retry(
-        self, assessment_id: str, plan: RetryPlan, *, lease: RunnerLease | None = None
+        self,
+        assessment_id: str,
+        plan: RetryPlan,
+        *,
+        allow_private_agents: bool,
+        lease: RunnerLease | None = None,
     ) -> AssessmentRecord | None:
         """Start the next attempt of a finished assessment, in one transaction: back to `queued` (report and
-        error cleared), the trials `plan.run` names deleted (the queue then runs them as never run), those
+        error cleared; `allow_private_agents`, the egress rule of whoever retries it, stored: its trials run
+        under that rule), the trials `plan.run` names deleted (the queue then runs them as never run), those
         `plan.judge` names marked to be judged again, the progress count set to what stays done, and the
-        attempt recorded. None when the assessment is not finished (it runs, or another retry just started
-        it: only one wins). `lease`: SQLite, the process that will run it."""
+        attempt recorded. None when the assessment is not finished (it runs, or
+        another retry just started it: only one wins). `lease`: SQLite, the process that will run it."""
         now = _now()
         async with self._writing(), self._session() as session, session.begin():
             moved = await session.execute(
@@ -971,6 +977,7 @@ class AssessmentRepository:
                     finished_at=None,
                     updated_at=now,
                     attempt=AssessmentRow.attempt + 1,
+                    allow_private_agents=allow_private_agents,
                     runner=lease.runner if lease is not None else None,
                     lease_expires_at=lease.expires_at() if lease is not None else None,
                 )

@@ -56,6 +56,7 @@ from api.runtime.events import (
 from api.runtime.logs import trial_context
 from api.runtime.metrics import TurnClock, agent_host
 from api.runtime.queue import TrialQueue, is_transient
+from api.security.auth import Principal
 from api.security.quotas import QuotaPolicy
 from api.settings import default_of
 from green_agent.config import (
@@ -862,18 +863,17 @@ class AssessmentService:
         overrides: dict[str, Any] | None = None,
         *,
         source: str,
-        tenant: str | None = None,
-        owner: str = DEFAULT_TENANT,
-        allow_private_agents: bool = True,
+        caller: Principal,
         start: bool = True,
     ) -> tuple[AssessmentRecord, list[str]]:
-        """A new assessment of `owner` over the tasks `source_id` did not solve in every planned trial
-        (failed, flaky, excluded or never run), with its config where `overrides` says nothing; returns it
-        and those tasks. The agent headers carry over only to the same agent URL (they are its secrets).
+        """A new assessment of the caller's tenant over the tasks `source_id` did not solve in every planned
+        trial (failed, flaky, excluded or never run), with its config where `overrides` says nothing; returns
+        it and those tasks. It is admitted as the caller's own (their egress rule and quotas, now). The agent
+        headers carry over only to the same agent URL (they are its secrets).
 
-        Raises AssessmentNotFound (unknown, or not `tenant`'s), NothingToRerun (still running, or every
-        task solved), ConfigError (overrides that cannot run), and what `create` raises."""
-        record = await self.get(source_id, tenant=tenant)
+        Raises AssessmentNotFound (unknown, or not visible to the caller), NothingToRerun (still running, or
+        every task solved), ConfigError (overrides that cannot run), and what `create` raises."""
+        record = await self.get(source_id, tenant=caller.tenant_filter)
         if not record.finished:
             raise NothingToRerun(
                 f"assessment {source_id} is {record.status}; rerun what failed once it has finished"
@@ -910,8 +910,8 @@ class AssessmentService:
         created, _ = await self.create(
             rerun,
             source=source,
-            tenant=owner,
-            allow_private_agents=allow_private_agents,
+            tenant=caller.tenant,
+            allow_private_agents=caller.allow_private_agents,
             notes=[note],
             start=start,
             rerun_of=record.id,
@@ -953,7 +953,7 @@ class AssessmentService:
         return RetryPlan(run=run, judge=judge, reason=reason, source=source)
 
     async def retry(
-        self, assessment_id: str, *, source: str, tenant: str | None = None, start: bool = True
+        self, assessment_id: str, *, source: str, caller: Principal, start: bool = True
     ) -> AssessmentRecord:
         """Retry a finished assessment in place: run again every trial excluded as an infrastructure error or
         never run (cancelled, failed midway, its process killed), and judge again, without running the
@@ -962,20 +962,34 @@ class AssessmentService:
         the end; the attempt is recorded in the assessment's history. Queues the work (unless `start` is
         False) and returns the assessment, `queued`.
 
-        Raises AssessmentNotFound (unknown, or not `tenant`'s), NothingToRetry (running, nothing left to
-        do, or it cannot run with the current settings), each with a one-line reason, and QuotaExceeded (the
-        tenant's quota of unfinished work has no room for it now)."""
-        record = await self.get(assessment_id, tenant=tenant)
+        The retry runs under the caller's rights at the time of the retry, not those of whoever created the
+        assessment: the caller's egress rule (whether agents on private networks may be reached; stored with
+        the assessment for its trials, in any process) and the caller's tenant's limits on one assessment;
+        the work it adds counts in the load of the tenant that owns the assessment, against that tenant's
+        limits.
+
+        Raises AssessmentNotFound (unknown, or not visible to the caller), NothingToRetry (running, nothing
+        left to do, or it cannot run with the current settings), each with a one-line reason, ConfigError (the
+        caller may not run it: its agent URL or size) and QuotaExceeded (the tenant's quota of unfinished
+        work has no room for it now)."""
+        record = await self.get(assessment_id, tenant=caller.tenant_filter)
         if not record.finished:
             raise NothingToRetry(
                 f"assessment {assessment_id} is {record.status}; retry it once it has finished (or cancel it)"
             )
         plan = await self.plan_retry(record, source=source)
+        config = _config_of(record)
+        refusal = self._egress_policy(caller.allow_private_agents).url_refusal(config.agent_url)
+        if refusal is not None:
+            raise ConfigError(f"agent_url is refused: {refusal}")
         async with self._admission:  # as `create`: the quota check and the write, one request at a time
             if self._quotas is not None:
+                self._quotas.check_config(config, record.trials_total, caller.tenant)
                 load = await self.repository.load(record.tenant)
                 self._quotas.check_load(load, len(plan.run) + len(plan.judge), record.tenant)
-            retried = await self.repository.begin_retry(record.id, plan, lease=self.lease)
+            retried = await self.repository.begin_retry(
+                record.id, plan, allow_private_agents=caller.allow_private_agents, lease=self.lease
+            )
         if retried is None:
             raise NothingToRetry(f"assessment {assessment_id} is running already (another retry started it)")
         logger.info("assessment %s: attempt %d: %s", record.id, retried.attempt, plan.reason)

@@ -140,16 +140,21 @@ async def cancel(
 async def retry(
     service: AssessmentService, principal: Principal, assessment_id: str, *, door: Door
 ) -> AssessmentRecord:
-    """Retry a finished assessment in place (AssessmentService.retry): 409 when it is running or has nothing
-    left to do, 429 when a quota has no room for it now."""
+    """Retry a finished assessment in place (AssessmentService.retry), under the caller's rights as they are
+    now (egress rule, quotas): 409 when it is running or has nothing left to do, 422 when the caller may not
+    run it (the agent URL refused by the caller's egress rule, or larger than the caller's tenant may run),
+    429 when a quota has no room for it now."""
     try:
-        record = await service.retry(assessment_id, source=door, tenant=principal.tenant_filter)
+        record = await service.retry(assessment_id, source=door, caller=principal)
     except AssessmentNotFound as exc:
         _refused("retry", assessment_id, principal, door, exc)
         raise
     except NothingToRetry as exc:
         _refused("retry", assessment_id, principal, door, exc)
         raise Refused(status.HTTP_409_CONFLICT, str(exc)) from None
+    except ConfigError as exc:
+        _refused("retry", assessment_id, principal, door, exc)
+        raise _invalid(exc) from None
     except QuotaExceeded as exc:
         _refused("retry", assessment_id, principal, door, exc)
         raise _too_many(exc) from None
@@ -173,9 +178,7 @@ async def rerun_failed(
             assessment_id,
             overrides,
             source=door,
-            tenant=principal.tenant_filter,
-            owner=principal.tenant,
-            allow_private_agents=principal.allow_private_agents,
+            caller=principal,
         )
     except AssessmentNotFound as exc:
         _refused("rerun-failed", assessment_id, principal, door, exc)

@@ -6,9 +6,10 @@ import dataclasses
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from api.db.repository import AssessmentRecord, Attempt, TrialSummary
+from green_agent.config import MAX_URL_CHARS, OneLine, agent_url_problem
 from green_agent.core.models import AssessmentReport
 from green_agent.scoring.failures import kinds
 
@@ -204,19 +205,31 @@ class RerunOverrides(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent_url: str | None = Field(
-        default=None, max_length=2048, description="Another agent (its headers are then not carried over)."
+        default=None,
+        max_length=MAX_URL_CHARS,
+        description="Another agent (its headers are then not carried over).",
     )
     trials: int | None = None
     max_steps: int | None = None
     max_errors: int | None = None
     concurrency: int | None = None
     dialect: Literal["auto", "text", "structured"] | None = None
-    user_model: str | None = None
+    user_model: OneLine | None = None
     seed: int | None = None
     turn_timeout_s: float | None = None
     agent_headers: dict[str, SecretStr] | None = Field(
         default=None, description="Replaces the source's agent headers (never shown)."
     )
+
+    @field_validator("agent_url")
+    @classmethod
+    def _agent_url(cls, value: str | None) -> str | None:
+        # Checked here as well as in the merged config: a URL no door accepts is a 422 before anything is
+        # looked up.
+        problem = agent_url_problem(value.strip()) if value is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     def overrides(self) -> dict[str, Any]:
         """The fields the request gave, as `AssessmentService.rerun_failed` takes them."""

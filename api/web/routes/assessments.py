@@ -25,14 +25,14 @@ from api.web.schemas import (
     RerunOverrides,
 )
 from api.web.trials_csv import csv_response, trials_csv
-from green_agent.config import AssessmentConfig
+from green_agent.config import AssessmentConfig, OneLine
 from green_agent.scoring.uncertainty import Comparison
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])
 
 StatusFilter = Literal["queued", "running", "completed", "failed", "cancelled"]
 IdempotencyKey = Annotated[
-    str | None,
+    OneLine | None,
     Header(
         alias="Idempotency-Key",
         min_length=1,
@@ -121,6 +121,10 @@ async def _public(service: AssessmentService, record: AssessmentRecord) -> Asses
     responses={
         **NOT_FOUND,
         409: {"description": "The assessment is running, or has nothing left to do (the reason says which)."},
+        422: {
+            "description": "The caller may not run it now: its agent URL is refused by the caller's egress "
+            "rule, or it is larger than the caller's quota allows."
+        },
         429: {"description": "A quota is full; retry after Retry-After seconds."},
     },
 )
@@ -130,7 +134,8 @@ async def retry_assessment(
     """In the same assessment: every trial excluded as an infrastructure error or never run (cancelled,
     failed midway, its process killed) runs again, and every stored trial excluded for want of a verdict is
     judged again without running its conversation (when a judge is configured now). Scored trials are kept
-    and never run twice; the report is computed again at the end; `attempts` keeps the history."""
+    and never run twice; the report is computed again at the end; `attempts` keeps the history. The retry
+    runs under the caller's key as it is now (its egress rule, its tenant's quotas), not the creator's."""
     try:
         record = await actions.retry(service, principal, assessment_id, door="rest")
     except actions.Refused as refused:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from green_agent.config import AssessmentConfig
+from green_agent.core.one_line import unshowable_reason
 from green_agent.domains import DEFAULT_DOMAIN
 
 FIELDS = ("agent_url", "domain", "tasks", "trials", "concurrency", "user_model")
@@ -59,7 +60,7 @@ class NewAssessmentForm:
         values = {name: form.get(name, default).strip() for name, default in defaults.items()}
         key = form.get("idempotency_key", "").strip()
         submitted = cls(values=values)
-        if key.startswith("ui-") and len(key) <= 64:
+        if key.startswith("ui-") and len(key) <= 64 and unshowable_reason(key) is None:
             submitted.idempotency_key = key
         return submitted
 

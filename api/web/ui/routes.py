@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 import jinja2
 from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sse_starlette import EventSourceResponse
@@ -29,7 +30,7 @@ from api.security.quotas import QuotaPolicy
 from api.web import actions
 from api.web.a2a.result import result_data
 from api.web.deps import RuntimeDep
-from api.web.schemas import AssessmentPublic
+from api.web.schemas import MAX_OFFSET, AssessmentPublic
 from api.web.trial_view import diagnosed_trial
 from api.web.trials_csv import csv_response, trials_csv
 from api.web.ui import views
@@ -118,6 +119,10 @@ _environment.globals.update(OUTCOMES=views.OUTCOMES, FAILURE_NAMES=views.FAILURE
 templates = Jinja2Templates(env=_environment)
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
+
+# Bounded like the REST twin's (GET /assessments/{id}/trials/{task}/{trial}): past a 32-bit integer the
+# database cannot even compare it (SQLite overflows at 2^63, PostgreSQL's column at 2^31); a 422, not a 500.
+TrialNumber = Annotated[int, PathParam(ge=0, le=MAX_OFFSET)]
 
 
 def _page(
@@ -379,7 +384,7 @@ async def trial_page(
     request: Request,
     assessment_id: str,
     task_id: str,
-    trial: int,
+    trial: TrialNumber,
     runtime: RuntimeDep,
     kind: str | None = None,
 ) -> HTMLResponse:
@@ -635,7 +640,7 @@ async def tau2_download(request: Request, assessment_id: str, runtime: RuntimeDe
 
 @router.get("/assessments/{assessment_id}/trials/{task_id}/{trial}/trial.json")
 async def trial_download(
-    request: Request, assessment_id: str, task_id: str, trial: int, runtime: RuntimeDep
+    request: Request, assessment_id: str, task_id: str, trial: TrialNumber, runtime: RuntimeDep
 ) -> JSONResponse:
     """The trial as the REST API returns it (failures included)."""
     record = await visible_assessment(runtime, request_principal(request), assessment_id)
