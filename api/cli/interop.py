@@ -70,7 +70,8 @@ async def rescore(settings: Settings, path: Path, *, as_json: bool, store: bool)
     try:
         if store:
             async with open_runtime(settings) as runtime:
-                report = await rescore_document(document, runtime.data, runtime.engine.judge)
+                retail = await runtime.engine.load_domain("retail")  # rescore reads retail files
+                report = await rescore_document(document, retail, runtime.engine.judge)  # type: ignore[arg-type]
                 record, skipped = await store_rescore(runtime, path.name, report)
                 stored = f"stored as assessment {record.id} (source import)" + (
                     f"; {skipped} repeated (task, trial) simulation(s) skipped" if skipped else ""

@@ -53,7 +53,14 @@ async def export_source(runtime: Runtime, assessment_id: str, agent_model: str |
 
 
 async def export_document(runtime: Runtime, assessment_id: str) -> dict[str, Any]:
-    return tau2_results(await export_source(runtime, assessment_id), runtime.data)
+    source = await export_source(runtime, assessment_id)
+    return tau2_results(source, await _domain_data(runtime, source))
+
+
+async def _domain_data(runtime: Runtime, source: ExportSource) -> Any:
+    """The data of the exported assessment's domain, through the engine (tau2_format still types it as
+    retail's)."""
+    return await runtime.engine.load_domain(source.config.domain)
 
 
 def write_json(document: Any, path: Path) -> None:
@@ -80,7 +87,8 @@ async def write_submission(
     source = await export_source(runtime, assessment_id, agent_model=submitter.model_name)
     submission = build_submission(source, submitter, today=today)
     write_json(submission.document, output / "submission.json")
-    write_json(tau2_results(source, runtime.data), output / "trajectories" / submission.trajectory_file)
+    trajectories = tau2_results(source, await _domain_data(runtime, source))
+    write_json(trajectories, output / "trajectories" / submission.trajectory_file)
     return submission
 
 

@@ -150,8 +150,8 @@ async def test_a_complete_report_says_so(client: httpx.AsyncClient, oracle_url: 
     assert report["signal_applicable"]["COMMUNICATE"] == 1 and report["signal_applicable"]["CLEAN_EXIT"] == 2
     [result] = (await client.get(f"/assessments/{assessment_id}/leaderboard")).json()["results"]
     assert result["complete"] is True and result["partial_reasons"] == {}
-    # the oracle performs the gold actions but says none of the facts: "0.0 of 1", not a vacuous 0.5 of 2
-    assert result["signal_rates"]["COMMUNICATE"] == 0.0 and result["signal_applicable"]["COMMUNICATE"] == 1
+    # the oracle performs the gold actions and states task 30's fact: "1.0 of 1", not a vacuous rate of 2
+    assert result["signal_rates"]["COMMUNICATE"] == 1.0 and result["signal_applicable"]["COMMUNICATE"] == 1
 
 
 async def test_an_unreachable_agent_fails_the_assessment_with_the_reason(client: httpx.AsyncClient) -> None:
