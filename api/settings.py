@@ -220,6 +220,7 @@ class Settings(BaseSettings):
     # -- scoring integrity (issue 8): bounds on the white agent, retries of trials our side failed -----------
     max_reply_bytes: int = _limit("max_reply_bytes")
     max_reply_values: int = _limit("max_reply_values")
+    max_echo_bytes: int = _limit("max_echo_bytes")
     max_json_depth: int = _limit("max_json_depth")
     max_tool_calls: int = _limit("max_tool_calls")
     max_argument_bytes: int = _limit("max_argument_bytes")
@@ -665,6 +666,7 @@ class Settings(BaseSettings):
             default_user_model=self.default_user_model,
             judge=self._endpoint(judge) if judge else None,
             judge_from_key=judge_from_key,
+            data_dirs={"retail": self.data_dir} if self.data_dir is not None else {},
             providers=self.providers(),
             provider_models=self.provider_models,
             user_llm_max_tokens=self.user_llm_max_tokens,

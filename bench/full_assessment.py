@@ -30,7 +30,7 @@ from bench.harness import (
 )
 from bench.procstats import cpu_count, mib, rss_bytes
 from bench.tables import print_table
-from bench.white_agent import white_agent_process
+from bench.white_agent import WhiteKind, white_agent_process
 from green_agent import AssessmentConfig, Engine, TaskSelection
 from retail_domain import load_retail_data
 
@@ -50,6 +50,7 @@ class Options:
     pg_url: str
     conversations_per_client: int | None
     loop: str
+    white: WhiteKind = "oracle"
 
 
 async def measure(options: Options) -> list[tuple[Storage, RunResult]]:
@@ -61,7 +62,7 @@ async def measure(options: Options) -> list[tuple[Storage, RunResult]]:
     gold_s = time.process_time() - started
     print(f"gold replay of all {len(data.tasks)} tasks, once per process: {gold_s:.2f} s CPU")
     results: list[tuple[Storage, RunResult]] = []
-    async with white_agent_process("oracle") as white:
+    async with white_agent_process(options.white) as white:
         config = AssessmentConfig(
             agent_url=white.url,
             tasks=TaskSelection(split="base", num_tasks=options.num_tasks),
@@ -165,6 +166,13 @@ def parse(argv: list[str] | None) -> Options:
         default="uvloop",
         help="event loop of the green agent (green-agent serve uses uvloop, green-agent run asyncio's)",
     )
+    parser.add_argument(
+        "--white",
+        choices=["oracle", "oracle_chunked", "oracle_streamed"],
+        default="oracle",
+        help="the oracle answering with a message, or as streaming SDKs do: chunks of one artifact of a task "
+        "left open, read from the final task or over SSE (bench/white_agent.py)",
+    )
     args = parser.parse_args(argv)
     groups: dict[str, list[Storage]] = {"both": ["sqlite", "postgres"], "all": ["sqlite", "postgres", "none"]}
     databases = groups.get(args.db, [args.db])
@@ -176,6 +184,7 @@ def parse(argv: list[str] | None) -> Options:
         args.pg_url,
         args.conversations_per_client,
         args.loop,
+        args.white,
     )
 
 

@@ -34,12 +34,19 @@ from green_agent.reference_agents import (
 from green_agent.reference_agents.hostile import HostileAgent, worst_case_plan
 from green_agent.reference_agents.replies import Incoming, agent_message, call_parts
 from retail_domain import load_retail_data
+from tests.support.frameworks import serve_chunking_relay
 
 READY = "READY"
 START_TIMEOUT_S = 120.0
 IDLE_S = 86_400.0
 
-WhiteKind = Literal[ReferenceKind, "idle_after_call", "hostile", "many_urls"]
+WhiteKind = Literal[
+    ReferenceKind, "idle_after_call", "hostile", "many_urls", "oracle_chunked", "oracle_streamed"
+]
+CHUNKED = (
+    "The oracle as streaming SDKs answer (issue 35): a task left in input-required, each answer written in 3 "
+    "chunks appended to one artifact; `oracle_streamed` says in its card that it streams (read over SSE)."
+)
 IDLE_AFTER_CALL = (
     "Answers a conversation's first message with one read-only tool call, then never again: the trials it "
     "holds are past their large opening message, as most live trials of a real assessment are."
@@ -75,6 +82,11 @@ async def _serving(kind: WhiteKind, delay_s: float, card_bytes: int) -> AsyncIte
             yield url
         return
     data = await asyncio.to_thread(load_retail_data)
+    if kind == "oracle_chunked" or kind == "oracle_streamed":  # no delay_s: turn cost is measured with them
+        streams = kind == "oracle_streamed"
+        async with serve_chunking_relay(data, protocol_version="1.0", streaming=streams) as url:
+            yield url
+        return
     if kind == "many_urls":  # bench/agent_urls.py: the oracle under any /agents/<n>/ prefix
         async with serve_many_url_agents(data, card_bytes) as url:
             yield url + "/"
@@ -100,7 +112,14 @@ async def _serve(kind: WhiteKind, delay_s: float, card_bytes: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="serve one reference white agent for the benchmarks")
-    kinds = [*get_args(ReferenceKind), "idle_after_call", "hostile", "many_urls"]
+    kinds = [
+        *get_args(ReferenceKind),
+        "idle_after_call",
+        "hostile",
+        "many_urls",
+        "oracle_chunked",
+        "oracle_streamed",
+    ]
     parser.add_argument("--kind", choices=kinds, default="oracle")
     parser.add_argument("--delay-s", type=float, default=0.0, help="sleep before every reply (LLM latency)")
     parser.add_argument("--card-bytes", type=int, default=120_000, help="many_urls: size of each agent card")

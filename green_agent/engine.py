@@ -152,6 +152,7 @@ class Engine:
                 conversations_per_client=self.settings.conversations_per_client,
                 max_reply_bytes=self.settings.limits.max_reply_bytes,
                 max_reply_values=self.settings.limits.max_reply_values,
+                max_echo_bytes=self.settings.limits.max_echo_bytes,
                 card_cache_entries=self.settings.agent_card_cache_entries,
                 card_cache_bytes=self.settings.agent_card_cache_bytes,
                 card_cache_ttl_s=self.settings.agent_card_cache_ttl_s,

@@ -4,8 +4,9 @@ The agent under test is an adversary (docs/threat-model.md): its replies may be 
 NUL bytes or lone surrogates, carry NaN or 1e999, or hundreds of tool calls. Every bound here is an operator
 setting (`EngineSettings.limits`, env `GREEN_AGENT_MAX_*`) and every way past it is charged to the agent:
 
-* a reply body over `max_reply_bytes` or with more than `max_reply_values` JSON values, or a tool call over
-  any call bound (count, argument bytes, keys or depth, id or name length) ends the trial as `agent_error`;
+* a reply body over `max_reply_bytes` or with more than `max_reply_values` JSON values (task history the
+  agent's server echoes back not counted, within `max_echo_bytes`), or a tool call over any call bound
+  (count, argument bytes, keys or depth, id or name length) ends the trial as `agent_error`;
 * text over `max_text_bytes` is cut, with a visible marker and a protocol warning; the conversation goes on;
 * a transcript reaching `max_transcript_bytes` is cut at the bound with a marker and ends the trial as
   `agent_error`, so what is stored per trial stays within the bound;
@@ -52,6 +53,14 @@ class AgentLimits(BaseModel):
         ge=16,
         description="JSON values in one reply body, counted as its '{', '[' and ',' bytes (the A2A SDK "
         "parses replies on the event loop at a few microseconds per value).",
+    )
+    max_echo_bytes: int = Field(
+        default=1024 * KIB,
+        ge=0,
+        description="Bytes of task history a white agent's server may echo back with a reply, on top of "
+        "max_reply_bytes: our own messages, never counted against the agent's bounds nor parsed (a2a-sdk 0.3 "
+        "echoes the whole conversation when asked for none). The default is some 40 times our first message "
+        "(policy and tools: 26 KB in retail).",
     )
     max_json_depth: int = Field(
         default=32, ge=2, le=512, description="Nesting depth of JSON read from a reply and of tool arguments."

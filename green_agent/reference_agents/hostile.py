@@ -35,18 +35,26 @@ _TASK_NAMED = re.compile(r"scripted customer for task ([^\s.]+)")
 @dataclass(frozen=True)
 class HostileReply:
     """One answer: `parts_json` (a JSON array of A2A parts, as raw text) inside a well-formed JSON-RPC
-    envelope, or `body` sent as it is."""
+    envelope, or `body` sent as it is. With `history_json` (raw text too) the parts come as the status message
+    of a completed task carrying that history: what a server that echoes every message it saw would send."""
 
     parts_json: str | None = None
     body: bytes | None = None
     label: str = ""
+    history_json: str | None = None
 
     def render(self, request_id: str, context_id: str) -> bytes:
         if self.body is not None:
             return self.body
         head = json.dumps({"jsonrpc": "2.0", "id": request_id})[:-1]
         message = json.dumps({"messageId": str(uuid.uuid4()), "contextId": context_id, "role": "ROLE_AGENT"})
-        return f'{head}, "result": {{"message": {message[:-1]}, "parts": {self.parts_json}}}}}}}'.encode()
+        message = f'{message[:-1]}, "parts": {self.parts_json}}}'
+        if self.history_json is None:
+            return f'{head}, "result": {{"message": {message}}}}}'.encode()
+        task = json.dumps({"id": str(uuid.uuid4()), "contextId": context_id})[:-1]
+        status = f'{{"state": "TASK_STATE_COMPLETED", "message": {message}}}'
+        task = f'{task}, "status": {status}, "history": {self.history_json}}}'
+        return f'{head}, "result": {{"task": {task}}}}}'.encode()
 
 
 # -- builders -------------------------------------------------------------------------------------------
@@ -60,6 +68,13 @@ def text_reply(text: str, label: str = "text") -> HostileReply:
 def data_reply(raw_json: str, label: str = "data") -> HostileReply:
     """A DataPart whose value is `raw_json`, inserted verbatim (it may be deep, invalid, or hold NaN)."""
     return HostileReply(parts_json=f'[{{"data": {raw_json}}}]', label=label)
+
+
+def echoing(reply: HostileReply, history_json: str) -> HostileReply:
+    """`reply` as the status message of a task whose history is `history_json`."""
+    return HostileReply(
+        parts_json=reply.parts_json, label=f"{reply.label} with history", history_json=history_json
+    )
 
 
 def raw_reply(body: bytes, label: str = "raw") -> HostileReply:
@@ -168,6 +183,7 @@ def worst_cases() -> list[tuple[str, list[HostileReply]]]:
         "[" + ", ".join([call_json("calculate", json.dumps({"expression": "1." + "0" * 7 * KIB}))] * 16) + "]"
     )
     tiny_values = '{"tool_calls": [' + ", ".join(['{"name": "x", "arguments": {}}'] * 500) + "]}"
+    echo_json = "[" + ",".join(["[]"] * 340 * KIB) + "]"  # 1,020 KiB
     return [
         ("100,000 nested brackets", [text_reply("[" * 100_000 + "]" * 100_000)]),
         ("objects nested 5,000 deep", [data_reply(nested_json(5_000, "{"))]),
@@ -183,6 +199,9 @@ def worst_cases() -> list[tuple[str, list[HostileReply]]]:
         ("2,000 braces and 100 KiB of prose", [text_reply(("{" * 2_000 + "word " * 20 * KIB)[: 100 * KIB])]),
         ("18,000 strings in one brace", [text_reply("{" + '"ab" ' * 18_000)]),
         ("2,000 tiny values in a DataPart", [data_reply(tiny_values)] * 3),
+        # Past the reply bounds, up to the echo allowance (max_echo_bytes, 1 MiB): read whole, then split.
+        ("1 MiB of echoed history, 350,000 values, every turn", [echoing(_respond("hi"), echo_json)] * 3),
+        ("1.1 MiB of text, no echo", [text_reply("x" * 1_100 * KIB)]),
         ("16 calls of 7 KiB, until the transcript is full", [text_reply(fat_calls)] * 24),
         (
             "truncated and duplicated bodies",

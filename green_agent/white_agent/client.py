@@ -20,9 +20,18 @@ fraction of the CPU of httpx's own stack (a third of the green agent's cost per 
 is matched to its request (matching.py: JSON-RPC id, A2A context and task id), and a trial's connections serve
 that trial only and close when its conversation ends.
 
-Size rule: every response is read by the transport, which stops reading past `max_reply_bytes` and refuses
-bodies with more JSON values than `max_reply_values`, before the A2A SDK parses them (it does so on the event
-loop). Compressed bodies are refused: a small body could inflate without bound.
+Size rule: every response is read by the transport, which stops reading past `max_reply_bytes` plus
+`max_echo_bytes`, and then by wire.py, which drops the task history a server echoes back (our own messages)
+and the fields nobody reads, and refuses bodies over `max_reply_bytes` or with more JSON values than
+`max_reply_values` without that echo, before the A2A SDK parses them (it does so on the event loop).
+Compressed bodies are refused: a small body could inflate without bound.
+
+Packaging rule: a reply means the same however the agent's framework packaged it. The text parts of one
+artifact are one text (streaming SDKs store appended chunks as separate parts of one artifact); separate
+artifacts, and the parts of a message, are separate lines. An agent whose card says it streams is sent
+`SendStreamingMessage` (0.3: `message/stream`); its events are folded into the task they describe
+(`_TaskFold`), so the same reply is read as from the final task of a blocking `SendMessage`. The history
+asked for is the smallest each protocol version honours (`history_length_for`).
 
 Loop rule: reading one reply never holds the event loop for more than a few ms (issue 8 asks for ~10 ms at
 most). Receiving the body, the SDK's parse of it, turning its parts into Python values and admitting them
@@ -45,17 +54,21 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import pydantic
 from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientTimeoutError
+from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import (
     AgentCard,
+    Artifact,
     GetTaskRequest,
     Message,
     Part,
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
+    StreamResponse,
     Task,
     TaskState,
 )
@@ -82,6 +95,7 @@ from green_agent.white_agent.egress import (
 from green_agent.white_agent.http1 import AgentTransport, DirectClient, TransportLimits
 from green_agent.white_agent.matching import Trial, expectation_for, expecting
 from green_agent.white_agent.unreached import NotACard, why_unreached
+from green_agent.white_agent.wire import WireLimits
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +137,7 @@ class ClientLimits:
     poll_interval_s: float = 0.25
     max_reply_bytes: int = AgentLimits().max_reply_bytes
     max_reply_values: int = AgentLimits().max_reply_values
+    max_echo_bytes: int = AgentLimits().max_echo_bytes
     card_cache_entries: int = 64
     """Agent cards kept (with the a2a clients built from them), least recently used first out."""
     card_cache_bytes: int = 2 * 1024 * 1024
@@ -131,6 +146,10 @@ class ClientLimits:
     """Age at which a cached card is fetched again."""
     keepalive_s: float = 5.0
     """An idle connection to an agent older than this is closed rather than reused."""
+
+    @property
+    def wire(self) -> WireLimits:
+        return WireLimits(self.max_reply_bytes, self.max_reply_values, self.max_echo_bytes)
 
     @property
     def retry_schedule_s(self) -> float:
@@ -167,6 +186,10 @@ class _CachedCard:
 
     card: AgentCard
     clients: dict[int, Client] = field(default_factory=dict)
+    history_length: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.history_length = history_length_for(self.card)
 
     def client_for(self, slot: _Slot) -> Client:
         client = self.clients.get(slot.index)
@@ -218,8 +241,10 @@ class WhiteAgentPool:
             write=limits.write_timeout_s,
             pool=limits.read_timeout_s,
         )
-        # A conversation has at most one request in flight, so this many connections always suffice.
-        transport = self._transport(limits.conversations_per_client)
+        # A conversation has at most one request in flight, so this many connections always suffice. A reply
+        # may carry an echo of our own messages on top of the agent's bytes (wire.py).
+        cap = limits.wire.max_response_bytes
+        transport = self._transport(limits.conversations_per_client, cap, "max_reply_bytes + max_echo_bytes")
         http = DirectClient(
             transport,
             timeout=timeout,
@@ -228,14 +253,16 @@ class WhiteAgentPool:
         )
         config = ClientConfig(
             httpx_client=http,
-            streaming=False,  # one answer per message; the turn timeout bounds it
+            streaming=True,  # used where the card says the agent streams; the turn timeout bounds it
             supported_protocol_bindings=[TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON],
         )
         slot = _Slot(index=len(self._slots), http=http, transport=transport, factory=ClientFactory(config))
         self._slots.append(slot)
         return slot
 
-    def _transport(self, max_idle: int) -> AgentTransport:
+    def _transport(
+        self, max_idle: int, max_response_bytes: int, bound: str = "max_reply_bytes"
+    ) -> AgentTransport:
         limits = self.limits
 
         def check_values(body: bytes) -> None:
@@ -248,7 +275,10 @@ class WhiteAgentPool:
         return AgentTransport(
             EgressConnector(self.policy, self.resolver),
             TransportLimits(
-                max_response_bytes=limits.max_reply_bytes, max_idle=max_idle, keepalive_s=limits.keepalive_s
+                max_response_bytes=max_response_bytes,
+                max_idle=max_idle,
+                keepalive_s=limits.keepalive_s,
+                bound=bound,
             ),
             ssl_context=self._ssl_context,
             check_body=check_values,
@@ -288,7 +318,10 @@ class WhiteAgentPool:
 
     async def _fetch_and_cache(self, key: CardKey, agent_url: str, headers: AgentHeaders) -> _CachedCard:
         if self._card_http is None:  # its own client: card fetches never queue behind conversations
-            self._card_http = DirectClient(self._transport(max_idle=4), timeout=self.limits.card_timeout_s)
+            self._card_http = DirectClient(
+                self._transport(max_idle=4, max_response_bytes=self.limits.max_reply_bytes),
+                timeout=self.limits.card_timeout_s,
+            )
         card = await self._fetch_card(self._card_http, agent_url, headers)
         self._check_endpoints(card)
         entry = _CachedCard(card)
@@ -360,6 +393,7 @@ class WhiteAgentPool:
                 limits=self.limits,
                 call_context=ClientCallContext(service_parameters=dict(headers)) if headers else None,
                 detailed_errors=_same_origin_endpoints(agent_url, card),
+                history_length=cached.history_length,
             )
             try:
                 yield conversation
@@ -396,8 +430,12 @@ class Conversation:
     context_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     metadata: dict[str, Any] = field(default_factory=dict)
     """Sent with every message (the trial seed, for agents that want reproducible LLM calls)."""
+    history_length: int = 0
+    """Asked for with every message and poll: the answer only, not the task's history (which repeats our own
+    messages and only grows). `history_length_for` the card's protocol version."""
     _open_task_id: str | None = None
-    _seen_artifacts: set[str] = field(default_factory=set)
+    _read_artifacts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per task and artifact id: how many of its parts were read in earlier turns, and their digest."""
 
     async def send(self, parts: list[Part]) -> AgentReply:
         """Send one message and wait for the answer; raises `AgentError` on any failure.
@@ -415,8 +453,7 @@ class Conversation:
                 task_id=self._open_task_id,
                 metadata=self.metadata or None,
             ),
-            # The answer only, not the task's history (which repeats our own messages and only grows).
-            configuration=SendMessageConfiguration(history_length=0),
+            configuration=SendMessageConfiguration(history_length=self.history_length),
         )
         del parts
         try:
@@ -461,55 +498,136 @@ class Conversation:
         raise AgentUnreachableError(ENDPOINT_UNREACHABLE, detail)
 
     async def _send_once(self, request: SendMessageRequest) -> AgentReply:
-        final: Any = None
-        with expecting(Trial(self.context_id, request.message.task_id or None)):
+        message: Message | None = None
+        fold = _TaskFold()
+        streams = self.card.capabilities.streaming
+        with expecting(Trial(self.context_id, request.message.task_id or None, limits=self.limits.wire)):
             async for event in self.client.send_message(request, context=self.call_context):
-                final = event
-        if final is None:
-            raise AgentProtocolError("the agent sent no response")
+                if event.HasField("message"):
+                    message = event.message
+                else:
+                    fold.add(event)
+                if streams:  # the SDK parses each event when it is asked for the next: one callback each
+                    await asyncio.sleep(0)
         await asyncio.sleep(0)  # turning the parts into Python values is the next callback (loop rule)
-        if final.HasField("message"):
+        if message is not None:
             self._open_task_id = None
-            return _reply_from_parts(list(final.message.parts), final.message)
-        if final.HasField("task"):
-            return await self._reply_from_task(final.task)
+            return _reply(message.parts, message)
+        if fold.task is not None:
+            return await self._reply_from_task(fold.task)
+        if fold.empty:
+            raise AgentProtocolError("the agent sent no response")
         raise AgentProtocolError("the agent's response held neither a message nor a task")
 
     async def _reply_from_task(self, task: Task) -> AgentReply:
         while task.status.state in _PENDING_STATES:
+            if not task.id:
+                raise AgentProtocolError("the agent's task is still working and names no id to ask it by")
             await asyncio.sleep(self.limits.poll_interval_s)
-            with expecting(Trial(self.context_id, task.id, polls_task=True)):
+            with expecting(Trial(self.context_id, task.id, polls_task=True, limits=self.limits.wire)):
                 task = await self.client.get_task(
-                    GetTaskRequest(id=task.id, history_length=0), context=self.call_context
+                    GetTaskRequest(id=task.id, history_length=self.history_length), context=self.call_context
                 )
         state = task.status.state
-        status_parts = list(task.status.message.parts) if task.status.HasField("message") else []
+        status_message = task.status.message if task.status.HasField("message") else None
         if state in _FAILED_STATES:
             self._open_task_id = None
-            detail = " ".join(get_text_parts(status_parts)).strip()
+            detail = " ".join(get_text_parts(status_message.parts)).strip() if status_message else ""
             raise AgentProtocolError(
                 f"the agent's task ended in state {_FAILED_STATES[state]}" + (f": {detail}" if detail else "")
             )
         self._open_task_id = task.id if state == TaskState.TASK_STATE_INPUT_REQUIRED else None
-        new_parts: list[Part] = []
+        texts: list[str] = []
+        data: list[Any] = []
         for artifact in task.artifacts:
-            key = f"{task.id}/{artifact.artifact_id}"
-            if key not in self._seen_artifacts:
-                self._seen_artifacts.add(key)
-                new_parts.extend(artifact.parts)
-        status_message = task.status.message if task.status.HasField("message") else None
-        reply = _reply_from_parts(new_parts, status_message)
-        if reply.text or reply.data:
-            return reply
-        return _reply_from_parts(status_parts, status_message)
+            parts = self._unread_parts(task.id, artifact)
+            texts.append("".join(get_text_parts(parts)))  # one artifact's parts are one text (its chunks)
+            data.extend(get_data_parts(parts))
+        text = "\n".join(t for t in texts if t)
+        if text or data:
+            return _reply_text(text, data, status_message)
+        if status_message is not None:
+            return _reply(status_message.parts, status_message)
+        return _reply_text("", [], None)
+
+    def _unread_parts(self, task_id: str, artifact: Artifact) -> list[Part]:
+        """The parts of `artifact` this conversation has not read yet: a continued task carries the artifacts
+        of its earlier turns, and an artifact may grow by appended chunks from one turn to the next."""
+        key = f"{task_id}/{artifact.artifact_id}"
+        parts = list(artifact.parts)
+        read, digest = self._read_artifacts.get(key, (0, 0))
+        if read >= len(parts):
+            return []  # read in an earlier turn (a replacement of the same length is not told apart)
+        if read and _digest(parts[:read]) != digest:
+            read = 0  # replaced, not appended to: read it whole
+        self._read_artifacts[key] = (len(parts), _digest(parts))
+        return parts[read:]
 
 
-def _reply_from_parts(parts: list[Part], message: Message | None = None) -> AgentReply:
-    text = "\n".join(t for t in get_text_parts(parts) if t)
+@dataclass
+class _TaskFold:
+    """A stream's events folded into the task they describe, as the server's own task store folds them:
+    a task event is the task so far, a status update replaces its status, an artifact update adds an artifact
+    or replaces it (or, with `append`, adds its parts to the one of the same id: how streaming SDKs send one
+    answer in chunks)."""
+
+    task: Task | None = None
+    empty: bool = True
+
+    def add(self, event: StreamResponse) -> None:
+        self.empty = False
+        if event.HasField("task"):
+            self.task = event.task
+            return
+        if event.HasField("status_update"):
+            update = event.status_update
+            self._task_of(update.task_id, update.context_id).status.CopyFrom(update.status)
+        elif event.HasField("artifact_update"):
+            added = event.artifact_update
+            task = self._task_of(added.task_id, added.context_id)
+            for artifact in task.artifacts:
+                if artifact.artifact_id == added.artifact.artifact_id:
+                    if added.append:
+                        artifact.parts.extend(added.artifact.parts)
+                    else:
+                        artifact.CopyFrom(added.artifact)
+                    return
+            task.artifacts.append(added.artifact)
+
+    def _task_of(self, task_id: str, context_id: str) -> Task:
+        if self.task is None:
+            self.task = Task(id=task_id, context_id=context_id)
+        return self.task
+
+
+def _digest(parts: list[Part]) -> int:
+    return hash(tuple(p.SerializeToString(deterministic=True) for p in parts))
+
+
+def _reply(parts: Any, message: Message | None) -> AgentReply:
+    """A message's reply: its text parts are separate lines, its data parts payloads."""
+    return _reply_text("\n".join(t for t in get_text_parts(parts) if t), get_data_parts(parts), message)
+
+
+def _reply_text(text: str, data: list[Any], message: Message | None) -> AgentReply:
     metadata = (
         MessageToDict(message.metadata) if message is not None and message.HasField("metadata") else None
     )
-    return AgentReply(text=text, data=tuple(get_data_parts(parts)), metadata=metadata)
+    return AgentReply(text=text, data=tuple(data), metadata=metadata)
+
+
+def history_length_for(card: AgentCard) -> int:
+    """The smallest task history the agent's protocol version honours: A2A 1.x reads 0 as none; a2a-sdk 0.3
+    and @a2a-js/sdk 0.3 read 0 as "no limit" (they echo the whole conversation), 1 as the last message. The
+    interface is the one the SDK's client factory picks: the card's first with a binding we use, at the best
+    protocol version the card offers for that binding."""
+    for interface in card.supported_interfaces:
+        if interface.protocol_binding in _USED_BINDINGS:
+            best = ClientFactory._find_best_interface(
+                list(card.supported_interfaces), protocol_bindings=[interface.protocol_binding]
+            )
+            return 1 if best is not None and is_legacy_version(best.protocol_version) else 0
+    return 0
 
 
 def _same_origin_endpoints(agent_url: str, card: AgentCard) -> bool:
@@ -532,10 +650,24 @@ def _never_delivered(exc: BaseException | None) -> bool:
 
 
 def _describe(exc: BaseException | None) -> str:
+    """One line, at most 500 characters: what failed, and for a field the SDK refused, which and why."""
     if exc is None:
         return "unknown error"
+    if isinstance(exc, pydantic.ValidationError):  # the 0.3 parsers: one error per union branch and line
+        return _invalid_field(exc)
     text = str(exc).strip() or type(exc).__name__
     cause = exc.__cause__
     if cause is not None and str(cause).strip() and str(cause) not in text:
         text = f"{text} ({type(cause).__name__}: {cause})"
+    text = " ".join(text.split())
     return text if len(text) <= 500 else text[:500] + "…"
+
+
+def _invalid_field(exc: pydantic.ValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    where = ".".join(str(step) for step in first["loc"]) or "(the object itself)"
+    got = repr(first.get("input"))
+    got = got if len(got) <= 60 else got[:60] + "…"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"the agent's {exc.title} has an invalid field {where}: {first['msg']}, got {got}{more}"

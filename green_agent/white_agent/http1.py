@@ -18,7 +18,8 @@ more:
   is judged by the policy, and the connection is made to a judged address; TLS uses the URL's host name
   (SNI and certificate check); no proxies, no unix sockets;
 * a response is read in full into memory, never past `max_response_bytes`: status line, headers, trailers
-  and body, and every informational (1xx) response before it, all count;
+  and body, and every informational (1xx) response before it, all count; an event stream too (one turn's
+  answer: the agent's server ends it when the turn's task is done or waits for input), handed on whole;
 * identity bodies only: a Content-Encoding other than identity, in the headers or in the trailers, and a
   transfer coding other than chunked are refused (a compressed body could inflate without bound); trailers
   never reach the response's headers, so nothing can decode the body by them;
@@ -59,7 +60,8 @@ Origin = tuple[str, str, int]
 PoolKey = tuple[Origin, Hashable]
 """Connections are reused for one origin and one affinity (None: requests outside any trial, e.g. cards)."""
 BodyCheck = Callable[[bytes], None]
-"""Called with every complete response body before it is returned; raises to refuse it."""
+"""Called with every complete response body of a request without an expectation (a card fetch) before it is
+returned; raises to refuse it. A trial's replies are bounded by their expectation's check instead."""
 
 _FORBIDDEN_IN_HEADERS = (b"\r", b"\n", b"\0")
 _IDENTITY = (b"", b"identity")
@@ -72,9 +74,21 @@ class Expectation(Protocol):
     def affinity(self) -> Hashable:
         """Requests with the same affinity may share a connection; others never do."""
 
-    def check(self, status: int, body: bytes) -> Any:
-        """Raise `AgentProtocolError` when the reply is not the answer to the request; return its parsed JSON
-        (handed to the SDK, so it is not parsed twice), or None to leave the body as it is."""
+    async def check(self, status: int, body: bytes, content_type: str, framing: int) -> Reading | None:
+        """Raise `AgentProtocolError` when the reply is not the answer to the request, or past a bound; return
+        how it was read (its JSON is handed to the SDK, so it is not parsed twice), or None to leave the body
+        as it is. With an expectation, `check` applies the reply bounds, not the transport's `check_body`;
+        `framing` is the response's bytes that were not its body (headers, 1xx responses, chunk sizes)."""
+
+
+class Reading(Protocol):
+    @property
+    def parsed(self) -> Any:
+        """The reply's JSON, for `response.json()`; None if `content` replaces the body."""
+
+    @property
+    def content(self) -> bytes | None:
+        """A body to hand on instead of the one received (an event stream, re-encoded), or None."""
 
 
 Matcher = Callable[[Any], "Expectation | None"]
@@ -90,6 +104,8 @@ class TransportLimits:
     """Idle connections kept for reuse, all origins together."""
     keepalive_s: float = 5.0
     """An idle connection is closed this long after its last response."""
+    bound: str = "max_reply_bytes"
+    """The operator setting(s) `max_response_bytes` comes from, named in the error."""
 
 
 class _Connection(asyncio.Protocol):
@@ -133,7 +149,7 @@ class _Connection(asyncio.Protocol):
             self._fail(
                 AgentProtocolError(
                     f"the agent's response is larger than {self._limits.max_response_bytes} bytes "
-                    "(max_reply_bytes)"
+                    f"({self._limits.bound})"
                 )
             )
             return
@@ -245,6 +261,11 @@ class _Connection(asyncio.Protocol):
             self._transport.close()
 
     @property
+    def received(self) -> int:
+        """Bytes of the current exchange so far, informational responses included."""
+        return self._received
+
+    @property
     def reusable(self) -> bool:
         if not self.complete or self.closed or self._out_of_turn:
             return False
@@ -334,13 +355,17 @@ class AgentTransport(httpx.AsyncBaseTransport):
             body = b"".join(connection.body)
             status = connection.status
             headers = [(n, v) for n, v in connection.headers if n.lower() != b"content-encoding"]
-            if self._check_body is not None:
+            if expectation is None and self._check_body is not None:
                 self._check_body(body)
             if len(body) > self._large_body_bytes:
                 # The reply is parsed next (~3 ms at the bounds): a loop callback of its own (the loop rule,
                 # client.py). Small bodies parse in well under a millisecond and go on at once.
                 await asyncio.sleep(0)
-            parsed = expectation.check(status, body) if expectation is not None else None
+            reading = None
+            if expectation is not None:
+                content_type = next((v for n, v in headers if n.lower() == b"content-type"), b"")
+                framing = connection.received - len(body)
+                reading = await expectation.check(status, body, content_type.decode("latin-1"), framing)
         except BaseException:
             connection.close()
             raise
@@ -348,10 +373,13 @@ class AgentTransport(httpx.AsyncBaseTransport):
             self._keep(key, connection)
         else:
             connection.close()
-        if parsed is None:
+        if reading is None:
             return httpx.Response(status, headers=headers, content=body, request=request)
+        if reading.content is not None:  # the body handed on is not the one received: its framing goes
+            kept = [(n, v) for n, v in headers if n.lower() not in (b"content-length", b"transfer-encoding")]
+            return httpx.Response(status, headers=kept, content=reading.content, request=request)
         response = _ParsedResponse(status, headers=headers, content=body, request=request)
-        response.parsed = parsed
+        response.parsed = reading.parsed
         return response
 
     def forget(self, affinity: Hashable) -> None:

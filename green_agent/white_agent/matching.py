@@ -18,11 +18,16 @@ Where the check sits. a2a-sdk 1.3.0 reads every non-streaming reply in `send_htt
 (`JsonRpcTransport._send_request`, then `_check_jsonrpc_response`, which never compares ids), the 0.3 one
 (`CompatJsonRpcTransport._send_request`, then `JSONRPC20Response(**data)`, neither) and REST alike; our client
 sees the result as a `StreamResponse` in `Conversation._send_once` and as a `Task` in `_reply_from_task`
-(client.py; it does not stream). The check runs below both, in the transport, on the JSON that `json()` then
-returns (http1.py `_ParsedResponse`: the body is parsed once), so it can close the connection before anyone
-reuses it. The conversation names the trial around each SDK call (`expecting`); the SDK carries no per-call
-data down to the HTTP client, so a context variable does, and `DirectClient.build_request` (http1.py) picks it
-up together with the JSON-RPC id of the payload it is given.
+(client.py). The check runs below both, in the transport, on the JSON that `json()` then returns (http1.py
+`_ParsedResponse`: the body is parsed once), so it can close the connection before anyone reuses it; a
+streamed reply (`send_http_stream_request`) is read whole by the transport too, and checked the same way.
+The conversation names the trial around each SDK call (`expecting`); the SDK carries no per-call data down to
+the HTTP client, so a context variable does, and `DirectClient.build_request` (http1.py) picks it up together
+with the JSON-RPC id of the payload it is given.
+
+Before the check, the body is read by wire.py (the history a server echoes back and unread fields dropped,
+the agent's bounds counted without the echo); a stream of server-sent events is checked event by event (each
+message, task or task update in it must match), then handed to the SDK re-encoded.
 """
 
 from __future__ import annotations
@@ -31,10 +36,11 @@ import contextlib
 import json
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from green_agent.core.errors import AgentProtocolError
+from green_agent.white_agent.wire import WireLimits, encode_sse, read_json, read_sse
 
 _CONTEXT_KEYS = ("contextId", "context_id")
 _TASK_ID_IN_MESSAGE = ("taskId", "task_id")
@@ -48,6 +54,16 @@ class Trial:
     task_id: str | None = None
     polls_task: bool = False
     """The request is GetTask: its reply is the task itself."""
+    limits: WireLimits = field(default_factory=WireLimits)
+    """The bounds its replies are read within (wire.py)."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A reply read and matched (http1.Reading): its JSON, or the body that replaces it (an event stream)."""
+
+    parsed: Any = None
+    content: bytes | None = None
 
 
 _current: ContextVar[Trial | None] = ContextVar("green_agent_a2a_trial", default=None)
@@ -75,13 +91,21 @@ class ReplyExpectation:
     def affinity(self) -> str:
         return self.trial.context_id
 
-    def check(self, status: int, body: bytes) -> Any:
+    async def check(
+        self, status: int, body: bytes, content_type: str = "", framing: int = 0
+    ) -> Reading | None:
         if not 200 <= status < 300:
             return None  # the SDK reports the HTTP error; the transport closes the connection
-        try:
-            reply = json.loads(body)
-        except (ValueError, RecursionError):
-            raise AgentProtocolError("the agent's reply is not JSON") from None
+        if "text/event-stream" in content_type:
+            events = await read_sse(body, self.trial.limits, framing)
+            for event in events:
+                self._check_reply(event)
+            return Reading(content=encode_sse(events))
+        reply = await read_json(body, self.trial.limits, framing)
+        self._check_reply(reply)
+        return Reading(parsed=reply)
+
+    def _check_reply(self, reply: Any) -> None:
         if self.rpc_id is not None:
             self._check_rpc(reply)
             result = reply.get("result")
@@ -89,7 +113,6 @@ class ReplyExpectation:
             result = reply
         for kind, item in _carried(result, self.trial.polls_task):
             self._check_item(kind, item)
-        return reply
 
     def _check_rpc(self, reply: Any) -> None:
         if not isinstance(reply, dict):
@@ -113,7 +136,7 @@ class ReplyExpectation:
                 )
         if expected.task_id is None:
             return
-        keys = ("id",) if kind == "task" else _TASK_ID_IN_MESSAGE
+        keys = ("id",) if kind == "task" else _TASK_ID_IN_MESSAGE  # a message or a task update
         for key in keys:
             if key in item and item[key] != expected.task_id:
                 raise AgentProtocolError(
@@ -126,24 +149,29 @@ class ReplyExpectation:
             )
 
 
+_UPDATES = ("statusUpdate", "status_update", "artifactUpdate", "artifact_update")
+
+
 def _carried(result: Any, polled: bool) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The messages and tasks a result carries, in either dialect."""
+    """The messages, tasks and task updates (of a stream) a result carries, in either dialect."""
     if not isinstance(result, dict):
         return
     if polled:
         yield "task", result
         return
     found = False
-    for field in ("message", "task"):  # 1.x: SendMessageResponse
-        item = result.get(field)
+    for key in ("message", "task", *_UPDATES):  # 1.x: SendMessageResponse, StreamResponse
+        item = result.get(key)
         if isinstance(item, dict):
             found = True
-            yield field, item
+            yield ("task update" if key in _UPDATES else key), item
     if found:
         return
-    kind = result.get("kind")  # 0.3: the message or task itself (old servers omit kind)
+    kind = result.get("kind")  # 0.3: the item itself (old servers omit kind)
     if kind == "message" or (kind is None and "messageId" in result):
         yield "message", result
+    elif kind in ("status-update", "artifact-update") or (kind is None and "taskId" in result):
+        yield "task update", result
     elif kind == "task" or (kind is None and "id" in result):
         yield "task", result
 

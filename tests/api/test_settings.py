@@ -93,8 +93,9 @@ def test_every_engine_setting_is_exposed(monkeypatch: pytest.MonkeyPatch, retail
     renamed = {"judge": "judge_model"}
     exposed = set(Settings.model_fields)
     # Naming the task to the agent is for the local-model demo's built-in oracle only: never an operator's.
-    # Derived, not set: the providers from the *_API_KEY settings, judge_from_key from judge_model and them.
-    hidden = {"limits", "disclose_task_id", "providers", "judge_from_key"}
+    # Derived, not set: the providers from the *_API_KEY settings, judge_from_key from judge_model and them,
+    # data_dirs from data_dir (retail's; every other domain reads its own TAU2_<DOMAIN>_DATA_DIR).
+    hidden = {"limits", "disclose_task_id", "providers", "judge_from_key", "data_dirs"}
     missing = [f for f in EngineSettings.model_fields if f not in hidden and renamed.get(f, f) not in exposed]
     assert missing == []
     monkeypatch.setenv("GREEN_AGENT_DISCLOSE_TASK_ID", "true")

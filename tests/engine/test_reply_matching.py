@@ -4,6 +4,7 @@ JSON-RPC errors. End to end (real SDK client and server, both dialects): test_ho
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from green_agent.core.errors import AgentProtocolError
 from green_agent.white_agent.matching import ReplyExpectation, Trial, expectation_for, expecting
+from green_agent.white_agent.wire import WireLimits
 
 CONTEXT = "ctx-trial"
 OTHER = "ctx-other"
@@ -21,12 +23,16 @@ def body(result: Any, rpc_id: Any = "r1", **extra: Any) -> bytes:
 
 
 def check(reply: bytes, *, task_id: str | None = None, polls: bool = False, rpc_id: Any = "r1") -> Any:
-    return ReplyExpectation(Trial(CONTEXT, task_id, polls_task=polls), rpc_id).check(200, reply)
+    reading = asyncio.run(
+        ReplyExpectation(Trial(CONTEXT, task_id, polls_task=polls), rpc_id).check(200, reply)
+    )
+    assert reading is not None and reading.content is None
+    return reading.parsed
 
 
-MESSAGE_1X = {"message": {"messageId": "m", "contextId": CONTEXT, "parts": []}}
+MESSAGE_1X = {"message": {"messageId": "m", "contextId": CONTEXT, "role": "ROLE_AGENT", "parts": []}}
 TASK_1X = {"task": {"id": "t1", "contextId": CONTEXT, "status": {}}}
-MESSAGE_03 = {"kind": "message", "messageId": "m", "contextId": CONTEXT, "parts": []}
+MESSAGE_03 = {"kind": "message", "messageId": "m", "contextId": CONTEXT, "role": "agent", "parts": []}
 TASK_03 = {"kind": "task", "id": "t1", "contextId": CONTEXT}
 
 
@@ -112,9 +118,14 @@ def test_the_rest_binding_has_no_rpc_id_but_its_context_is_checked() -> None:
 def test_bodies_that_are_not_json_and_http_errors() -> None:
     with pytest.raises(AgentProtocolError, match="not JSON"):
         check(b"{not json")
+    roomy = ReplyExpectation(Trial(CONTEXT, limits=WireLimits(1 << 20, 1 << 20, 0)), "r1")
     with pytest.raises(AgentProtocolError, match="not JSON"):
-        check(b"[" * 100_000)  # deeper than the JSON parser goes: refused, not a RecursionError
-    assert ReplyExpectation(Trial(CONTEXT), "r1").check(500, b"Internal Server Error") is None
+        asyncio.run(
+            roomy.check(200, b"[" * 100_000)
+        )  # deeper than the JSON parser goes: refused, not a RecursionError
+    with pytest.raises(AgentProtocolError, match="more than 2048 JSON values"):
+        check(b"[" * 100_000)  # within the default bounds it is not even parsed
+    assert asyncio.run(ReplyExpectation(Trial(CONTEXT), "r1").check(500, b"Internal Server Error")) is None
 
 
 def test_requests_outside_a_trial_are_not_matched_and_a_trial_names_its_affinity() -> None:
@@ -126,3 +137,31 @@ def test_requests_outside_a_trial_are_not_matched_and_a_trial_names_its_affinity
     assert expectation == ReplyExpectation(Trial(CONTEXT, "t1"), "r1")
     assert expectation is not None and expectation.affinity == CONTEXT
     assert expectation_for(payload) is None
+
+
+def sse(*results: Any, rpc_id: Any = "r1") -> bytes:
+    return b"".join(b"data: " + body(r, rpc_id) + b"\n\n" for r in results)
+
+
+STATUS_03 = {"kind": "status-update", "taskId": "t1", "contextId": CONTEXT, "final": True, "status": {}}
+ARTIFACT_1X = {"artifactUpdate": {"taskId": "t1", "contextId": CONTEXT, "artifact": {"artifactId": "a"}}}
+
+
+def test_each_event_of_a_stream_is_matched_and_the_stream_handed_on_re_encoded() -> None:
+    expectation = ReplyExpectation(Trial(CONTEXT, "t1"), "r1")
+    reading = asyncio.run(expectation.check(200, sse(TASK_03, ARTIFACT_1X, STATUS_03), "text/event-stream"))
+    assert reading is not None and reading.parsed is None and reading.content is not None
+    assert [json.loads(line[6:])["result"] for line in reading.content.split(b"\n\n")[:-1]] == [
+        TASK_03,
+        ARTIFACT_1X,
+        STATUS_03,
+    ]
+    for stray, error in (
+        (_in(ARTIFACT_1X["artifactUpdate"], contextId=OTHER), "task update is in A2A context 'ctx-other'"),
+        ({**STATUS_03, "taskId": "t2"}, "task update belongs to task 't2'"),
+        (_in(MESSAGE_03, contextId=OTHER), "message is in A2A context"),
+    ):
+        with pytest.raises(AgentProtocolError, match=error):
+            asyncio.run(expectation.check(200, sse(TASK_03, stray), "text/event-stream"))
+    with pytest.raises(AgentProtocolError, match="answers JSON-RPC request 'r0'"):
+        asyncio.run(expectation.check(200, sse(TASK_03) + sse(STATUS_03, rpc_id="r0"), "text/event-stream"))

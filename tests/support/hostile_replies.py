@@ -1,6 +1,7 @@
 """Hypothesis strategies for what a hostile white agent can put on the wire (the builders live in
 `green_agent.reference_agents.hostile`): nesting, sizes, unicode with NUL and surrogates, NaN and 1e999,
-hundreds of tool calls, huge argument objects, long ids, truncated and duplicated JSON."""
+hundreds of tool calls, huge argument objects, long ids, truncated and duplicated JSON, floods of echoed task
+history."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from green_agent.reference_agents.hostile import (
     call_json,
     data_reply,
     duplicated,
+    echoing,
     many_keys_json,
     nested_json,
     raw_reply,
@@ -85,8 +87,22 @@ unicode_call = st.builds(
     kinds,
 )
 raw_bodies = st.builds(raw_reply, st.binary(max_size=2_000))
+echoed = st.builds(
+    lambda reply, history: echoing(reply, history),
+    st.one_of(unicode_text, many_calls, weird_numbers),
+    st.one_of(
+        st.builds(lambda depth: nested_json(depth, "["), st.integers(1, 100_000)),  # deep, or merely many
+        st.builds(lambda n: "[" + ",".join(["[]"] * n) + "]", st.integers(1, 600_000)),
+        st.builds(lambda text: json.dumps([{"parts": [{"text": text}]}]), nasty_text),
+        st.just("{not json"),
+    ),
+)
+"""An answer as a task carrying an echoed history: deep, a flood of values up to past the echo allowance,
+hostile text, or not JSON at all."""
 
-_whole = st.one_of(nested, weird_numbers, many_calls, huge_arguments, long_ids, unicode_text, unicode_call)
+_whole = st.one_of(
+    nested, weird_numbers, many_calls, huge_arguments, long_ids, unicode_text, unicode_call, echoed
+)
 hostile_replies = st.one_of(
     _whole,
     st.builds(truncated, _whole, st.floats(0.0, 0.99)),
