@@ -661,7 +661,6 @@ class Settings(BaseSettings):
     def engine_settings(self) -> EngineSettings:
         judge, judge_from_key = self.effective_judge()
         return EngineSettings(
-            data_dirs={"retail": self.data_dir} if self.data_dir is not None else {},
             user_models={name: self._endpoint(spec) for name, spec in self.user_models.items()},
             default_user_model=self.default_user_model,
             judge=self._endpoint(judge) if judge else None,
