@@ -459,7 +459,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.task_ids or args.split or args.num_tasks or args.domain:
             print(
                 "green-agent run: --failed-from runs the tasks that failed, in their domain; leave out "
-                "--domain, --task-ids, --split and --num-tasks",
+                "--task-ids, --split, --num-tasks and --domain",
                 file=sys.stderr,
             )
             return ExitCode.USAGE
