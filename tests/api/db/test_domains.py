@@ -58,7 +58,7 @@ async def test_rows_stored_before_domains_are_retail_after_the_migration(databas
         assert upgraded.before == "i29_agent_name"
 
         def indexes(connection: object) -> set[str]:
-            found = inspect(connection).get_indexes("assessments")  # type: ignore[arg-type]
+            found = inspect(connection).get_indexes("assessments")
             return {str(index["name"]) for index in found}
 
         async with engine.connect() as connection:
