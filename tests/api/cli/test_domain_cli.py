@@ -1,5 +1,6 @@
 """`--domain` on the command line (real subprocesses): `run` and `demo` on airline, the domain in the report
-table and JSON, `compare` refusing two domains, and the options that cannot go with a domain."""
+table and JSON, `compare` refusing two domains, the options that cannot go with a domain, and the reference
+oracle started from the command line serving both domains."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from api.cli.exit_codes import ExitCode
 from tests.api.cli.test_cli import green_agent
+from tests.api.cli.test_shared_sqlite import reference_agent_from_cli
 
 
 async def test_run_and_demo_on_airline_and_compare_refuses_two_domains(
@@ -56,3 +58,17 @@ async def test_run_and_demo_on_airline_and_compare_refuses_two_domains(
     assert demo["domain"] == "airline" and demo["report"]["complete"] is True
     assert demo["report"]["avg_reward"] == 1.0 and demo["report"]["trials_total"] == 5
     assert "airline domain, scripted user" in output and "PARTIAL" not in output
+
+
+async def test_the_reference_oracle_from_the_command_line_serves_every_domain(tmp_path: Path) -> None:
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'oracle.db'}"
+    async with reference_agent_from_cli("oracle") as agent_url:
+        for domain, tasks in (("airline", "7,8"), ("retail", "0,5")):
+            output_path = tmp_path / f"{domain}.json"
+            code, output = await green_agent(
+                "run", "--agent-url", agent_url, "--domain", domain, "--task-ids", tasks, "--quiet",
+                "--output", str(output_path), "--database-url", database_url,
+            )  # fmt: skip
+            assert code == ExitCode.OK, output
+            report = json.loads(output_path.read_text())["report"]
+            assert report["domain"] == domain and report["avg_reward"] == 1.0, report
