@@ -155,6 +155,7 @@ async def measure(assessments: int, requests: int) -> None:
             "assessment, filtered by kind": f"/ui/assessments/{detailed}?kind=missing_action",
             "failed trial, 14 messages (DB replay)": f"/ui/assessments/{detailed}/trials/{failed_task}/0",
             f"trials CSV ({len(data.tasks) * TRIALS} rows)": f"/ui/assessments/{detailed}/trials.csv",
+            "new assessment (the form)": "/ui/assessments/new",
         }
         rows = []
         settings = Settings(_env_file=None, database_url=url, resume_on_start=False)

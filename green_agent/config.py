@@ -14,11 +14,20 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
 from green_agent.core.limits import AgentLimits
+from green_agent.core.one_line import unshowable_reason
 from green_agent.core.usage import ModelPrice
 from green_agent.domains import DEFAULT_DOMAIN, check_domain, domain_names
 from green_agent.white_agent.egress import url_problem
@@ -47,13 +56,47 @@ def unstorable_reason(text: str) -> str | None:
     return None
 
 
+def agent_url_problem(url: str) -> str | None:
+    """Why `url` cannot be an agent URL, in one line, or None: the one check every door applies (REST, the
+    A2A request, `green-agent run --agent-url`, the web UI's form), here through `AssessmentConfig`.
+    Whether this requester's egress rule lets the service connect there is decided later, by the service
+    (`AssessmentService.create`, and each retry)."""
+    reason = unstorable_reason(url)
+    if reason:
+        return f"agent_url {reason}"
+    problem = url_problem(url)  # characters, scheme, host, credentials
+    if problem is not None:
+        return f"agent_url is refused: {problem}"
+    return None
+
+
+def one_line(value: str) -> str:
+    """`value`, a name someone outside chose (a task id, a model name, an A2A participant), if it can be
+    logged and shown as it is; otherwise ValueError saying why (a 422 over REST, a rejected A2A task)."""
+    reason = unstorable_reason(value) or unshowable_reason(value)
+    if reason:
+        raise ValueError(reason)
+    return value
+
+
+OneLine = Annotated[str, AfterValidator(one_line)]
+"""A requester's string that is logged or shown: no NUL, lone surrogate, control, format or bidi character."""
+
+
 def _quote(value: str, limit: int = 120) -> str:
     """`value` quoted for an error message, cut short: messages reach API users, who sent the value."""
     return repr(value) if len(value) <= limit else f"{value[:limit]!r}... ({len(value)} characters)"
 
 
 class ConfigError(ValueError):
-    """A configuration that cannot run with these settings and data; the message says what to change."""
+    """A configuration that cannot run with these settings and data; the message says what to change.
+
+    `field` names the AssessmentConfig field at fault when there is one ("agent_url", "tasks", "user_model"),
+    so a form can show the message next to it; None when the whole request is at fault."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class ProviderLimits(BaseModel):
@@ -361,12 +404,14 @@ class EngineSettings(BaseModel):
                     if named[1] in (configured_name, configured.model):
                         return configured
             raise ConfigError(
-                f"user model {_quote(name, 80)} is not offered here; use one of: {self.user_model_choices()}"
+                f"user model {_quote(name, 80)} is not offered here; use one of: {self.user_model_choices()}",
+                field="user_model",
             )
         endpoint = self._provider_endpoint(name, named, "user model")
         if endpoint is None:
             raise ConfigError(
-                f"user model {_quote(name, 80)} is not offered here; use one of: {self.user_model_choices()}"
+                f"user model {_quote(name, 80)} is not offered here; use one of: {self.user_model_choices()}",
+                field="user_model",
             )
         return endpoint
 
@@ -463,7 +508,7 @@ class TaskSelection(BaseModel):
         description="A split of the domain's split file (every domain has 'base'; retail and airline add "
         "'train' and 'test', telecom 'small' and 'full').",
     )
-    task_ids: list[str] | None = Field(
+    task_ids: list[OneLine] | None = Field(
         default=None, max_length=MAX_TASK_IDS, description="Explicit task ids (tasks.json ids)."
     )
     num_tasks: int | None = Field(default=None, ge=1, description="Run only the first N tasks of the split.")
@@ -503,7 +548,7 @@ class AssessmentConfig(BaseModel):
         max_length=MAX_URL_CHARS,
         description="Base URL of the white agent (its agent card is fetched from there).",
     )
-    domain: str = Field(
+    domain: OneLine = Field(
         default=DEFAULT_DOMAIN,
         max_length=40,
         description=f"The tau2 domain to assess on: one of {', '.join(domain_names())}.",
@@ -522,7 +567,7 @@ class AssessmentConfig(BaseModel):
     dialect: Literal["auto", "text", "structured"] = Field(
         default="auto", description="White-agent dialect; auto = structured if the agent card declares it."
     )
-    user_model: str | None = Field(
+    user_model: OneLine | None = Field(
         default=None,
         max_length=256,
         description="The customer: 'scripted', a user model the operator configured, or (unless the operator "
@@ -533,7 +578,7 @@ class AssessmentConfig(BaseModel):
         description="Sampling arguments for the customer model (temperature, top_p, max_tokens, "
         "max_completion_tokens, reasoning_effort); the operator's own arguments win.",
     )
-    judge_model: str | None = Field(
+    judge_model: OneLine | None = Field(
         default=None,
         max_length=256,
         description="The NL-assertion judge: None = the service's. A model name is accepted only when the "
@@ -563,12 +608,9 @@ class AssessmentConfig(BaseModel):
     @classmethod
     def _http_url(cls, value: str) -> str:
         value = value.strip()
-        reason = unstorable_reason(value)
-        if reason:
-            raise ValueError(f"agent_url {reason}")
-        problem = url_problem(value)
+        problem = agent_url_problem(value)
         if problem is not None:
-            raise ValueError(f"agent_url is refused: {problem}")
+            raise ValueError(problem)
         return value.rstrip("/")
 
     @field_validator("domain")

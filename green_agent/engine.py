@@ -258,19 +258,23 @@ class Engine:
                 shown = [t[:40] for t in unknown[:10]]
                 more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
                 raise ConfigError(
-                    f"unknown task ids {shown}{more}; use ids from tasks.json ({known[0]!r} to {known[-1]!r})"
+                    f"unknown task ids {shown}{more}; "
+                    f"use ids from tasks.json ({known[0]!r} to {known[-1]!r})",
+                    field="tasks",
                 )
             wanted = set(selection.task_ids)
             return [t for t in data.tasks if t in wanted]
         split = data.splits.get(selection.split)
         if split is None:
             raise ConfigError(
-                f"unknown split {selection.split!r} of {data.name}; use one of {sorted(data.splits)}"
+                f"unknown split {selection.split!r} of {data.name}; use one of {sorted(data.splits)}",
+                field="tasks",
             )
         if selection.num_tasks is not None and selection.num_tasks > len(split):
             raise ConfigError(
                 f"num_tasks={selection.num_tasks} but split {selection.split!r} has {len(split)} tasks; "
-                f"lower num_tasks to at most {len(split)}"
+                f"lower num_tasks to at most {len(split)}",
+                field="tasks",
             )
         members = set(split)
         ordered = [t for t in data.tasks if t in members]  # tasks.json order, as upstream

@@ -313,8 +313,9 @@ def _serve(args: argparse.Namespace) -> int:
         # Long keep-alive: white agents and runners reuse connections for the whole assessment.
         timeout_keep_alive=75,
         timeout_graceful_shutdown=5,
-        # JSON logs: uvicorn's loggers go through the root handler configured above, not its own.
-        log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
+        # uvicorn's loggers go through the root handler configured above, not their own: its lines are then
+        # formatted (JSON or text) and escaped like every other (api/runtime/logs.py).
+        log_config=None,
     )
     uvicorn.Server(config).run()
     return ExitCode.OK

@@ -30,6 +30,7 @@ from api.runtime.service import (
     NothingToRetry,
     retry_would_help,
 )
+from api.security.auth import operator_principal
 from api.security.quotas import QuotaExceeded
 from api.settings import Settings
 from api.web.schemas import AssessmentPublic
@@ -286,10 +287,18 @@ async def retry_assessment(
     console = Console()
     async with open_runtime(settings, take_over=False) as runtime:
         try:
-            record = await runtime.service.retry(assessment_id, source="cli", start=False)
+            record = await runtime.service.retry(
+                assessment_id,
+                source="cli",
+                caller=operator_principal(settings.allow_private_agents),
+                start=False,
+            )
         except (AssessmentNotFound, NothingToRetry, QuotaExceeded) as exc:
             console.print(f"[red]cannot retry:[/red] {exc.args[0] if exc.args else exc}")
             return ExitCode.FAILED
+        except ConfigError as exc:
+            console.print(f"[red]cannot retry:[/red] {exc}")
+            return ExitCode.USAGE
         attempts = await runtime.repository.attempts(record.id)
         console.print(
             f"attempt {record.attempt} of assessment {record.id}: {attempts[-1].reason}", highlight=False
@@ -309,7 +318,7 @@ async def rerun_failed(
                 source_id,
                 overrides,
                 source="cli",
-                allow_private_agents=runtime.settings.allow_private_agents,
+                caller=operator_principal(settings.allow_private_agents),
                 start=False,
             )
         except (AssessmentNotFound, NothingToRerun) as exc:

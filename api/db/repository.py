@@ -119,10 +119,23 @@ class AssessmentRecord:
     """The name on the agent's card (cleaned and bounded), once the card was read."""
     domain: str = DEFAULT_DOMAIN
     """The tau2 domain assessed (its config's `domain`)."""
+    rerun_of: str | None = None
+    """The assessment whose failed tasks this one reruns, if it is such a rerun."""
 
     @property
     def finished(self) -> bool:
         return self.status in TERMINAL
+
+
+@dataclass(frozen=True)
+class AssessmentLabel:
+    """What names an assessment in a list to pick from: id, agent, status and when it was created."""
+
+    id: str
+    agent_url: str
+    agent_name: str | None
+    status: str
+    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -168,6 +181,8 @@ class NewAssessment:
     agent_headers: dict[str, str] = field(default_factory=dict, repr=False)
     lease: RunnerLease | None = None
     """SQLite: the process that will run it, claimed from the start (see `claim_unfinished`)."""
+    rerun_of: str | None = None
+    """The assessment whose failed tasks it reruns."""
 
 
 @dataclass(frozen=True)
@@ -326,6 +341,7 @@ def _record(row: AssessmentRow) -> AssessmentRecord:
         attempt=row.attempt,
         agent_name=row.agent_name,
         domain=row.domain,
+        rerun_of=row.rerun_of,
     )
 
 
@@ -579,6 +595,7 @@ class AssessmentRepository:
             updated_at=now,
             runner=new.lease.runner if new.lease is not None else None,
             lease_expires_at=new.lease.expires_at() if new.lease is not None else None,
+            rerun_of=new.rerun_of,
         )
         first = AttemptRow(
             assessment_id=row.id,
@@ -688,6 +705,44 @@ class AssessmentRepository:
                 )
             ).scalars()
             return [_record(r) for r in rows], total
+
+    async def labels(
+        self,
+        *,
+        tenant: str | None = None,
+        rerun_of: str | None = None,
+        before: AssessmentRecord | None = None,
+        limit: int = 50,
+    ) -> list[AssessmentLabel]:
+        """What names assessments in a list to pick from (no report or config is read), newest first:
+        `tenant`'s (None: anyone's); with `rerun_of`, the reruns of that assessment's failed tasks; with
+        `before`, those of its agent URL created before it (the newest first is "the previous one")."""
+        conditions: list[ColumnElement[bool]] = []
+        if tenant is not None:
+            conditions.append(AssessmentRow.tenant == tenant)
+        if rerun_of is not None:
+            conditions.append(AssessmentRow.rerun_of == rerun_of)
+        if before is not None:
+            conditions += [
+                AssessmentRow.agent_url == before.agent_url,
+                AssessmentRow.created_at <= before.created_at,
+                AssessmentRow.id != before.id,
+            ]
+        columns = (
+            AssessmentRow.id,
+            AssessmentRow.agent_url,
+            AssessmentRow.agent_name,
+            AssessmentRow.status,
+            AssessmentRow.created_at,
+        )
+        async with self._session() as session:
+            rows = await session.execute(
+                select(*columns)
+                .where(*conditions)
+                .order_by(AssessmentRow.created_at.desc(), AssessmentRow.id)
+                .limit(limit)
+            )
+            return [AssessmentLabel(*row) for row in rows]
 
     async def count_by_status(self) -> dict[str, int]:
         """How many assessments have each status (every status present, 0 when none)."""
@@ -906,13 +961,19 @@ class AssessmentRepository:
     # -- retries --------------------------------------------------------------------------------------------
 
     async def begin_retry(
-        self, assessment_id: str, plan: RetryPlan, *, lease: RunnerLease | None = None
+        self,
+        assessment_id: str,
+        plan: RetryPlan,
+        *,
+        allow_private_agents: bool,
+        lease: RunnerLease | None = None,
     ) -> AssessmentRecord | None:
         """Start the next attempt of a finished assessment, in one transaction: back to `queued` (report and
-        error cleared), the trials `plan.run` names deleted (the queue then runs them as never run), those
+        error cleared; `allow_private_agents`, the egress rule of whoever retries it, stored: its trials run
+        under that rule), the trials `plan.run` names deleted (the queue then runs them as never run), those
         `plan.judge` names marked to be judged again, the progress count set to what stays done, and the
-        attempt recorded. None when the assessment is not finished (it runs, or another retry just started
-        it: only one wins). `lease`: SQLite, the process that will run it."""
+        attempt recorded. None when the assessment is not finished (it runs, or
+        another retry just started it: only one wins). `lease`: SQLite, the process that will run it."""
         now = _now()
         async with self._writing(), self._session() as session, session.begin():
             moved = await session.execute(
@@ -925,6 +986,7 @@ class AssessmentRepository:
                     finished_at=None,
                     updated_at=now,
                     attempt=AssessmentRow.attempt + 1,
+                    allow_private_agents=allow_private_agents,
                     runner=lease.runner if lease is not None else None,
                     lease_expires_at=lease.expires_at() if lease is not None else None,
                 )

@@ -88,7 +88,7 @@ class AssessmentRow(Base):
         doc="The tau2 domain assessed (the config's `domain`); rows stored before domains are retail's.",
     )
     source: Mapped[str] = mapped_column(
-        String(8), doc="rest, a2a, cli or import: the door the assessment came in by."
+        String(8), doc="rest, a2a, ui, cli or import: the door the assessment came in by."
     )
     tenant: Mapped[str] = mapped_column(
         String(64),
@@ -136,6 +136,11 @@ class AssessmentRow(Base):
         default=1,
         server_default="1",
         doc="The number of the current attempt: 1 when created, one more with each retry.",
+    )
+    rerun_of: Mapped[str | None] = mapped_column(
+        String(36),
+        index=True,
+        doc="The assessment whose failed tasks this one reruns (rerun-failed); None for any other.",
     )
 
     trials: Mapped[list[TrialRow]] = relationship(
@@ -211,7 +216,7 @@ class AttemptRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     assessment_id: Mapped[str] = mapped_column(ForeignKey("assessments.id", ondelete="CASCADE"))
     number: Mapped[int] = mapped_column(Integer)
-    source: Mapped[str] = mapped_column(String(8), doc="rest, a2a, cli or import: who started it.")
+    source: Mapped[str] = mapped_column(String(8), doc="rest, a2a, ui, cli or import: who started it.")
     reason: Mapped[str] = mapped_column(Text, doc="Why it ran: 'created', or what a retry set out to do.")
     trials_to_run: Mapped[int] = mapped_column(Integer)
     trials_to_judge: Mapped[int] = mapped_column(Integer, default=0, server_default="0")

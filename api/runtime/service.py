@@ -56,6 +56,7 @@ from api.runtime.events import (
 from api.runtime.logs import trial_context
 from api.runtime.metrics import TurnClock, agent_host
 from api.runtime.queue import TrialQueue, is_transient
+from api.security.auth import Principal
 from api.security.quotas import QuotaPolicy
 from api.settings import default_of
 from domain_kit import DataError, DomainData, TerminationReason
@@ -394,6 +395,7 @@ class AssessmentService:
         notes: Sequence[str] = (),
         start: bool = True,
         builtin_oracle: bool = False,
+        rerun_of: str | None = None,
     ) -> tuple[AssessmentRecord, bool]:
         """Validate and store a new assessment of `tenant` (or return the one this tenant's idempotency key
         made); queue it.
@@ -403,13 +405,14 @@ class AssessmentService:
         used for another request. `notes` are kept with the assessment (e.g. what an A2A request asked for
         that was mapped or ignored). `builtin_oracle`: the agent is the demo's own oracle, the one agent the
         scripted customer suits (no warning about it). A config that sets no step limit gets its customer
-        model's `max_steps`, if the operator gave it one, and a warning saying so."""
+        model's `max_steps`, if the operator gave it one, and a warning saying so. `rerun_of`: the assessment
+        whose failed tasks this one reruns (`rerun_failed`), kept so each links to the other."""
         config, step_limit = with_model_step_limit(config, self._engine.settings)
         await self._engine.load_domain(config.domain)
         task_ids = self._engine.validate(config)
         refusal = self._egress_policy(allow_private_agents).url_refusal(config.agent_url)
         if refusal is not None:
-            raise ConfigError(f"agent_url is refused: {refusal}")
+            raise ConfigError(f"agent_url is refused: {refusal}", field="agent_url")
         trials_total = len(task_ids) * config.trials
         new = NewAssessment(
             config=config.model_dump(mode="json"),
@@ -432,6 +435,7 @@ class AssessmentService:
             a2a_context_id=a2a_context_id,
             agent_headers=config.agent_header_values(),
             lease=self.lease,
+            rerun_of=rerun_of,
         )
         async with self._admission:
             if idempotency_key is not None:
@@ -890,18 +894,17 @@ class AssessmentService:
         overrides: dict[str, Any] | None = None,
         *,
         source: str,
-        tenant: str | None = None,
-        owner: str = DEFAULT_TENANT,
-        allow_private_agents: bool = True,
+        caller: Principal,
         start: bool = True,
     ) -> tuple[AssessmentRecord, list[str]]:
-        """A new assessment of `owner` over the tasks `source_id` did not solve in every planned trial
-        (failed, flaky, excluded or never run), with its config where `overrides` says nothing; returns it
-        and those tasks. The agent headers carry over only to the same agent URL (they are its secrets).
+        """A new assessment of the caller's tenant over the tasks `source_id` did not solve in every planned
+        trial (failed, flaky, excluded or never run), with its config where `overrides` says nothing; returns
+        it and those tasks. It is admitted as the caller's own (their egress rule and quotas, now). The agent
+        headers carry over only to the same agent URL (they are its secrets).
 
-        Raises AssessmentNotFound (unknown, or not `tenant`'s), NothingToRerun (still running, or every
-        task solved), ConfigError (overrides that cannot run), and what `create` raises."""
-        record = await self.get(source_id, tenant=tenant)
+        Raises AssessmentNotFound (unknown, or not visible to the caller), NothingToRerun (still running, or
+        every task solved), ConfigError (overrides that cannot run), and what `create` raises."""
+        record = await self.get(source_id, tenant=caller.tenant_filter)
         if not record.finished:
             raise NothingToRerun(
                 f"assessment {source_id} is {record.status}; rerun what failed once it has finished"
@@ -938,37 +941,24 @@ class AssessmentService:
         created, _ = await self.create(
             rerun,
             source=source,
-            tenant=owner,
-            allow_private_agents=allow_private_agents,
+            tenant=caller.tenant,
+            allow_private_agents=caller.allow_private_agents,
             notes=[note],
             start=start,
+            rerun_of=record.id,
         )
         return created, tasks
 
-    async def retry(
-        self, assessment_id: str, *, source: str, tenant: str | None = None, start: bool = True
-    ) -> AssessmentRecord:
-        """Retry a finished assessment in place: run again every trial excluded as an infrastructure error or
-        never run (cancelled, failed midway, its process killed), and judge again, without running the
-        conversation again, every stored trial excluded for want of a verdict (its judge failed, or none was
-        configured) while a judge is configured now. Scored trials are kept; the report is computed again at
-        the end; the attempt is recorded in the assessment's history. Queues the work (unless `start` is
-        False) and returns the assessment, `queued`.
-
-        Raises AssessmentNotFound (unknown, or not `tenant`'s), NothingToRetry (running, nothing left to
-        do, or it cannot run with the current settings), each with a one-line reason, and QuotaExceeded (the
-        tenant's quota of unfinished work has no room for it now)."""
-        record = await self.get(assessment_id, tenant=tenant)
-        if not record.finished:
-            raise NothingToRetry(
-                f"assessment {assessment_id} is {record.status}; retry it once it has finished (or cancel it)"
-            )
+    async def plan_retry(self, record: AssessmentRecord, *, source: str) -> RetryPlan:
+        """What a retry of this finished assessment would run again and judge again (`retry` does it; the web
+        UI says it before the button is pressed). Raises NothingToRetry when there is nothing left to do or
+        the assessment cannot run with the current settings."""
         config = await self._config(record)
         try:
             keys = self._engine.trial_keys(config)
         except ConfigError as exc:
             raise NothingToRetry(
-                f"assessment {assessment_id} cannot run with the current settings: {exc}"
+                f"assessment {record.id} cannot run with the current settings: {exc}"
             ) from None
         stored = {
             (t.task_id, t.trial): t for t in await self.repository.trial_results(record.id, transcripts=False)
@@ -987,19 +977,53 @@ class AssessmentService:
         run = tuple(key for key in keys if key in rerun)
         if not run and not judge:
             raise NothingToRetry(
-                f"assessment {assessment_id} has nothing left to retry: its {len(keys)} planned trials are "
+                f"assessment {record.id} has nothing left to retry: its {len(keys)} planned trials are "
                 "stored and scored, or excluded for want of a judge while none is configured"
             )
         reason = retry_reason(len(excluded), len(never_run), len(judge))
-        plan = RetryPlan(run=run, judge=judge, reason=reason, source=source)
+        return RetryPlan(run=run, judge=judge, reason=reason, source=source)
+
+    async def retry(
+        self, assessment_id: str, *, source: str, caller: Principal, start: bool = True
+    ) -> AssessmentRecord:
+        """Retry a finished assessment in place: run again every trial excluded as an infrastructure error or
+        never run (cancelled, failed midway, its process killed), and judge again, without running the
+        conversation again, every stored trial excluded for want of a verdict (its judge failed, or none was
+        configured) while a judge is configured now. Scored trials are kept; the report is computed again at
+        the end; the attempt is recorded in the assessment's history. Queues the work (unless `start` is
+        False) and returns the assessment, `queued`.
+
+        The retry runs under the caller's rights at the time of the retry, not those of whoever created the
+        assessment: the caller's egress rule (whether agents on private networks may be reached; stored with
+        the assessment for its trials, in any process) and the caller's tenant's limits on one assessment;
+        the work it adds counts in the load of the tenant that owns the assessment, against that tenant's
+        limits.
+
+        Raises AssessmentNotFound (unknown, or not visible to the caller), NothingToRetry (running, nothing
+        left to do, or it cannot run with the current settings), each with a one-line reason, ConfigError (the
+        caller may not run it: its agent URL or size) and QuotaExceeded (the tenant's quota of unfinished
+        work has no room for it now)."""
+        record = await self.get(assessment_id, tenant=caller.tenant_filter)
+        if not record.finished:
+            raise NothingToRetry(
+                f"assessment {assessment_id} is {record.status}; retry it once it has finished (or cancel it)"
+            )
+        plan = await self.plan_retry(record, source=source)
+        config = _config_of(record)
+        refusal = self._egress_policy(caller.allow_private_agents).url_refusal(config.agent_url)
+        if refusal is not None:
+            raise ConfigError(f"agent_url is refused: {refusal}")
         async with self._admission:  # as `create`: the quota check and the write, one request at a time
             if self._quotas is not None:
+                self._quotas.check_config(config, record.trials_total, caller.tenant)
                 load = await self.repository.load(record.tenant)
-                self._quotas.check_load(load, len(run) + len(judge), record.tenant)
-            retried = await self.repository.begin_retry(record.id, plan, lease=self.lease)
+                self._quotas.check_load(load, len(plan.run) + len(plan.judge), record.tenant)
+            retried = await self.repository.begin_retry(
+                record.id, plan, allow_private_agents=caller.allow_private_agents, lease=self.lease
+            )
         if retried is None:
             raise NothingToRetry(f"assessment {assessment_id} is running already (another retry started it)")
-        logger.info("assessment %s: attempt %d: %s", record.id, retried.attempt, reason)
+        logger.info("assessment %s: attempt %d: %s", record.id, retried.attempt, plan.reason)
         self._opened.pop(record.id, None)  # opened again, as a retry
         self._publish_status(record.id, retried.status, retried.trials_done, retried.trials_total)
         if start and not await self.start(retried):

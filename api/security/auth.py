@@ -6,8 +6,9 @@ Two modes, decided per request by the `api_keys` table:
   the service did before keys existed; fine on loopback, and `serve` warns when it listens elsewhere.
 * **keys** (at least one key exists, revoked ones included): every request except `PUBLIC_PATHS` (and the
   web UI's login form and static assets) needs `Authorization: Bearer <key>` naming an active key; otherwise
-  401. On the web UI's paths (/ui) alone, the key may instead come in the UI's session cookie, and a browser
-  without a valid one is sent to the login form.
+  401. On the web UI's own pages alone (the routes of its router, not every path under /ui: the A2A SDK's
+  catch-all `/{tenant}/a2a/...` answers under /ui too), the key may instead come in the UI's session cookie,
+  and a browser without a valid one is sent to the login form.
 
 `BearerKeyBackend` runs in Starlette's `AuthenticationMiddleware`, in front of every route (the SDK's A2A
 routes included), and puts a `PrincipalUser` in `request.user`; the A2A SDK passes that user on in its
@@ -19,7 +20,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -30,6 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.authentication import AuthCredentials, AuthenticationBackend, AuthenticationError, BaseUser
 from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Match
 
 from api.db.keys import KeyRepository
 from api.db.tables import DEFAULT_TENANT
@@ -51,9 +54,10 @@ PUBLIC_PATHS = frozenset(
 )
 BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="green-agent"'}
 
-# The web UI (api/web/ui/). A browser cannot put a key in a header, so on /ui paths only, the key may come in
-# the session cookie the login form sets (HttpOnly, SameSite=Strict, Path=/ui). REST and A2A never read it: a
-# cookie is sent by the browser on its own, and honouring it there would open the API to cross-site requests.
+# The web UI (api/web/ui/). A browser cannot put a key in a header, so on the UI's own pages only, the key
+# may come in the session cookie the login form sets (HttpOnly, SameSite=Strict, Path=/ui). REST and A2A never
+# read it, wherever they are mounted: a cookie is sent by the browser on its own, and honouring it there would
+# open the API to cross-site requests.
 UI_PREFIX = "/ui"
 UI_SESSION_COOKIE = "green_agent_ui_key"
 UI_LOGIN_PATH = "/ui/login"
@@ -91,6 +95,12 @@ class Principal:
 OPEN_PRINCIPAL = Principal(tenant=DEFAULT_TENANT, admin=True, allow_private_agents=True, key_id=None)
 """Who every request is in open mode (no keys); the app narrows `allow_private_agents` to the operator's
 GREEN_AGENT_ALLOW_PRIVATE_AGENTS."""
+
+
+def operator_principal(allow_private_agents: bool) -> Principal:
+    """Who acts in open mode, and in the operator's own commands (`green-agent run`, `retry`): tenant
+    default, admin, agents on private networks as GREEN_AGENT_ALLOW_PRIVATE_AGENTS says."""
+    return replace(OPEN_PRINCIPAL, allow_private_agents=allow_private_agents)
 
 
 class PrincipalUser(BaseUser, A2AUser):
@@ -171,17 +181,33 @@ async def authenticate(
 
 
 class BearerKeyBackend(AuthenticationBackend):
-    """Starlette authentication backend: a PrincipalUser for every request outside PUBLIC_PATHS."""
+    """Starlette authentication backend: a PrincipalUser for every request outside PUBLIC_PATHS.
 
-    def __init__(self, keys: KeyRepository, *, open_principal: Principal = OPEN_PRINCIPAL) -> None:
+    `cookie_routes` are the web UI's own routes: the only ones where the session cookie counts. Matched by
+    route rather than by path prefix, since other routes answer under /ui as well (the A2A SDK mounts its
+    REST binding under any first path segment, so `/ui/a2a/message:send` is an A2A route)."""
+
+    def __init__(
+        self,
+        keys: KeyRepository,
+        *,
+        open_principal: Principal = OPEN_PRINCIPAL,
+        cookie_routes: Sequence[BaseRoute] = (),
+    ) -> None:
         self._keys = keys
         self._open_principal = open_principal
+        self._cookie_routes = tuple(cookie_routes)
+
+    def _cookie_counts(self, conn: HTTPConnection) -> bool:
+        return is_ui_path(conn.url.path) and any(
+            route.matches(conn.scope)[0] is not Match.NONE for route in self._cookie_routes
+        )
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
         if conn.scope["type"] != "http" or is_public_path(conn.url.path):
             return None
         authorization = conn.headers.get("authorization")
-        if authorization is None and is_ui_path(conn.url.path):
+        if authorization is None and self._cookie_counts(conn):
             # The cookie holds the key itself and is checked like a header, on every request: a revoked key
             # stops working at once, and there is no session table to keep or expire.
             cookie = conn.cookies.get(UI_SESSION_COOKIE, "").strip()

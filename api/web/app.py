@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from typing import Any
 
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -33,7 +32,7 @@ from api.db.keys import KeyRepository
 from api.runtime.runtime import open_runtime, resume
 from api.runtime.service import AssessmentNotFound
 from api.runtime.streams import StreamGuard, StreamLimits
-from api.security.auth import OPEN_PRINCIPAL, BearerKeyBackend, auth_error_response, open_mode_warning
+from api.security.auth import BearerKeyBackend, auth_error_response, open_mode_warning, operator_principal
 from api.security.tenancy import TenantContextBuilder, TenantTaskStore
 from api.settings import Settings
 from api.web.a2a.card import JSONRPC_PATH, REST_PREFIX, build_agent_card
@@ -128,7 +127,9 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(
         AuthenticationMiddleware,
         backend=BearerKeyBackend(
-            keys, open_principal=replace(OPEN_PRINCIPAL, allow_private_agents=settings.allow_private_agents)
+            keys,
+            open_principal=operator_principal(settings.allow_private_agents),
+            cookie_routes=ui.router.routes,  # the cookie counts on these pages only
         ),
         on_error=auth_error_response,
     )

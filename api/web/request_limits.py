@@ -4,7 +4,9 @@
 `max_request_bytes` and answers 413 past it, before anything parses it (a Content-Length over the limit is
 refused without reading a byte). A JSON body must then pass `api.web.strict_json`: finite numbers, 64-bit
 integers, no NUL or lone surrogates in any string, nesting within `max_request_json_depth`; otherwise 422 on
-the REST routes, or a JSON-RPC parse error on the A2A JSON-RPC endpoint. A NUL in the path or query is a 422.
+the REST routes, or a JSON-RPC parse error on the A2A JSON-RPC endpoint. A NUL, control, format or bidi
+character in the path or query (as decoded) is a 422: path and query parameters are quoted back in errors and
+pages, and may be logged.
 
 `validation_error_handler` replaces FastAPI's 422 body, which echoes the whole input (a 20 MB body came back
 as 20 MB): at most `MAX_ERRORS` errors, each quoting at most a short preview of the input.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from typing import Any
+from urllib.parse import unquote_plus
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -24,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.web import strict_json
 from api.web.a2a.card import JSONRPC_PATH
 from api.web.strict_json import preview
+from green_agent.core.one_line import unshowable_reason
 
 MAX_ERRORS = 20
 MAX_MESSAGE_CHARS = 500
@@ -59,12 +63,9 @@ class RequestGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):
-            where = "path" if "\x00" in scope["path"] else "query"
-            response = _json_response(
-                422, unprocessable_body([where], "contains a NUL character (%00); remove it")
-            )
-            await response(scope, receive, send)
+        refusal = _path_or_query_refusal(scope)
+        if refusal is not None:
+            await refusal(scope, receive, send)
             return
         if scope["method"] not in _BODY_METHODS:
             await self.app(scope, receive, send)
@@ -140,6 +141,21 @@ class RequestGuard:
                 )
             return _json_response(422, unprocessable_body(["body"], str(exc)))
         return None
+
+
+def _path_or_query_refusal(scope: Scope) -> JSONResponse | None:
+    """A 422 for a path or query (as the routes will decode them) holding a NUL, control, format or bidi
+    character, else None. Every path and query parameter (ids, task ids, filters) is checked by this one
+    rule, before any route runs."""
+    if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):
+        where = "path" if "\x00" in scope["path"] else "query"
+        return _json_response(422, unprocessable_body([where], "contains a NUL character (%00); remove it"))
+    query = scope.get("query_string", b"").decode("latin-1")
+    for where, text in (("path", scope["path"]), ("query", unquote_plus(query) if "%" in query else query)):
+        reason = unshowable_reason(text)
+        if reason is not None:
+            return _json_response(422, unprocessable_body([where], reason))
+    return None
 
 
 def _short_error(error: dict[str, Any]) -> dict[str, Any]:

@@ -6,9 +6,10 @@ import dataclasses
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from api.db.repository import AssessmentRecord, Attempt, TrialSummary
+from green_agent.config import MAX_URL_CHARS, OneLine, agent_url_problem
 from green_agent.core.models import AssessmentReport, TrialResult
 from green_agent.scoring.failures import kinds
 
@@ -38,7 +39,7 @@ class AttemptPublic(BaseModel):
     """One attempt of an assessment: its first run (1) or a retry."""
 
     number: int
-    source: str = Field(description="rest, a2a, cli or import: who started it")
+    source: str = Field(description="rest, a2a, ui, cli or import: who started it")
     reason: str = Field(description="'created', or what the retry set out to do")
     trials_to_run: int
     trials_to_judge: int = Field(description="Stored trials judged again, without running them again.")
@@ -63,7 +64,7 @@ class AssessmentPublic(BaseModel):
         description="The name on the agent's card, once it was read: control and bidi characters removed, at "
         "most GREEN_AGENT_MAX_CARD_NAME_CHARS characters. The agent's own text: escape it where you show it.",
     )
-    source: str = Field(description="rest, a2a, cli or import (a re-scored tau2 file)")
+    source: str = Field(description="rest, a2a, ui (the web UI), cli or import (a re-scored tau2 file)")
     tenant: str = Field(description="The tenant of the API key that started it (open mode: default).")
     config: dict[str, Any]
     progress: Progress
@@ -82,6 +83,10 @@ class AssessmentPublic(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     attempt: int = Field(description="The current attempt: 1, one more with each retry.")
+    rerun_of: str | None = Field(
+        default=None,
+        description="The assessment whose failed tasks this one reruns (rerun-failed); null otherwise.",
+    )
     attempts: list[AttemptPublic] | None = Field(
         default=None,
         description="Every attempt, first to last (in the single-assessment view; null in lists).",
@@ -116,6 +121,7 @@ class AssessmentPublic(BaseModel):
             started_at=record.started_at,
             finished_at=record.finished_at,
             attempt=record.attempt,
+            rerun_of=record.rerun_of,
             attempts=[AttemptPublic.of(a) for a in attempts] if attempts is not None else None,
             links=AssessmentLinks(
                 self=base,
@@ -216,19 +222,31 @@ class RerunOverrides(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent_url: str | None = Field(
-        default=None, max_length=2048, description="Another agent (its headers are then not carried over)."
+        default=None,
+        max_length=MAX_URL_CHARS,
+        description="Another agent (its headers are then not carried over).",
     )
     trials: int | None = None
     max_steps: int | None = None
     max_errors: int | None = None
     concurrency: int | None = None
     dialect: Literal["auto", "text", "structured"] | None = None
-    user_model: str | None = None
+    user_model: OneLine | None = None
     seed: int | None = None
     turn_timeout_s: float | None = None
     agent_headers: dict[str, SecretStr] | None = Field(
         default=None, description="Replaces the source's agent headers (never shown)."
     )
+
+    @field_validator("agent_url")
+    @classmethod
+    def _agent_url(cls, value: str | None) -> str | None:
+        # Checked here as well as in the merged config: a URL no door accepts is a 422 before anything is
+        # looked up.
+        problem = agent_url_problem(value.strip()) if value is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     def overrides(self) -> dict[str, Any]:
         """The fields the request gave, as `AssessmentService.rerun_failed` takes them."""

@@ -3,8 +3,9 @@
 
 A URL is checked twice:
 
-* when a request arrives (`url_problem`, `EgressPolicy.url_refusal`): http or https, no user name or password,
-  and a literal address the policy refuses is refused at once, before any connection;
+* when a request arrives (`url_problem`, `EgressPolicy.url_refusal`): one line of plain text (no control,
+  format or bidi character), http or https, no user name or password, and a literal address the policy
+  refuses is refused at once, before any connection;
 * at connect time, on every address the host name resolves to (`EgressConnector`): the name is resolved
   here, every address is checked, and the connection goes to a checked address. A name that resolves to an
   allowed address for the card and to a refused one a moment later (DNS rebinding) is refused on that second
@@ -32,6 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from green_agent.core.errors import AgentEgressError
+from green_agent.core.one_line import unshowable_reason
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -75,7 +77,12 @@ _V4_IN_LOW_32 = (_IPV4_MAPPED, _IPV4_TRANSLATED, _NAT64)
 
 
 def url_problem(url: str) -> str | None:
-    """What makes `url` unusable as an agent URL whatever the policy (scheme, host, credentials), or None."""
+    """What makes `url` unusable as an agent URL whatever the policy (characters, scheme, host, credentials),
+    or None. Checked before parsing: `urlsplit` silently drops tabs and line breaks, so a URL holding them
+    would pass the checks below and then be stored, shown and logged as it was sent."""
+    unshowable = unshowable_reason(url)
+    if unshowable is not None:
+        return f"the URL {unshowable}"
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a port that is not a number in range

@@ -5,7 +5,7 @@ Every assessment stored before the service ran more than one domain assessed ret
 fills them in. New rows get their config's `domain` (AssessmentConfig validates it against the registry).
 
 Revision ID: i33_domain
-Revises: i29_agent_name
+Revises: i36_rerun_of
 Create Date: 2026-12-12
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "i33_domain"
-down_revision = "i29_agent_name"
+down_revision = "i36_rerun_of"
 branch_labels = None
 depends_on = None
 

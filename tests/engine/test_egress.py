@@ -234,6 +234,25 @@ async def test_card_advertising_loopback_is_refused_when_loopback_is(data: Retai
     assert all(not seen.get("content-length") for seen in recorder.seen)  # only the card was fetched (GET)
 
 
+@pytest.mark.parametrize("tail", ["\r\nX-Injected: 1", "\u202egnp.exe", "\tx"])
+async def test_card_advertising_an_endpoint_with_control_or_bidi_characters_is_refused(
+    data: RetailData, tail: str
+) -> None:
+    """An endpoint the agent writes is checked like a requester's agent URL (issue 37): `urlsplit` would drop
+    the CR, LF and TAB and connect; the refusal quotes the endpoint escaped, on one line."""
+    executor = FunctionExecutor(answer_done)
+    async with (
+        serve_agent(executor, advertise=lambda url: url + tail) as (url, _port, _recorder),
+        engine(data) as opened,
+    ):
+        with pytest.raises(
+            AgentEgressError, match=r"advertises the endpoint .*, refused: the URL holds"
+        ) as e:
+            await opened.run(AssessmentConfig(agent_url=url, tasks=ONE))
+    assert str(e.value).isprintable(), str(e.value)
+    assert executor.received == []
+
+
 async def test_card_advertising_a_name_that_resolves_to_loopback_is_refused_at_connect_time(
     data: RetailData,
 ) -> None:

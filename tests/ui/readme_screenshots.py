@@ -1,7 +1,8 @@
-"""Retake the README's screenshots (docs/ui-assessment.png, docs/ui-trial.png, docs/ui-phone.png): a failing
-agent (the tests' SloppyExecutor) over all 114 tasks x 2 trials with no NL judge configured (so the report is
-partial), then its assessment page and one failed trial, in Debian's Chromium, and the assessment list at a
-phone's width.
+"""Retake the README's screenshots (docs/ui-assessment.png, docs/ui-trial.png, docs/ui-phone.png,
+docs/ui-new-assessment.png): a failing agent (the tests' SloppyExecutor) over all 114 tasks x 2 trials with no
+NL judge configured (so the report is partial), then its assessment page and one failed trial, in Debian's
+Chromium, the assessment page at a phone's width, and the new-assessment form refusing the cloud metadata
+address next to the agent URL.
 
     .venv/bin/python -m tests.ui.readme_screenshots [OUT_DIR]   # default: docs/
 
@@ -51,6 +52,14 @@ async def main(out: Path) -> None:
                 phone = await browser.new_page(base_url=url, viewport=PHONE, is_mobile=True)
                 await phone.goto(f"/ui/assessments/{assessment}")
                 await phone.screenshot(path=str(out / "ui-phone.png"))
+                form = await browser.new_page(base_url=url, viewport={"width": 1000, "height": 900})
+                await form.goto("/ui/assessments/new")
+                await form.locator("#agent_url").fill("http://169.254.169.254/")
+                await form.locator("#num_tasks").fill("20")
+                await form.locator("#trials").fill("4")
+                await form.get_by_role("button", name="Start assessment").click()
+                await form.locator("#agent_url-error").wait_for()
+                await form.screenshot(path=str(out / "ui-new-assessment.png"), full_page=True)
                 await browser.close()
 
 

@@ -101,6 +101,7 @@ async def test_no_page_scrolls_sideways_nor_clips_a_table_on_a_phone(
         "compare-pick": "/ui/compare",
         "leaderboard": "/ui/leaderboard?partial=true",
         "login": "/ui/login",
+        "new-assessment": "/ui/assessments/new",
     }
     for name, path in pages.items():
         await viewer.page.goto(path)

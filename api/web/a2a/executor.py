@@ -29,6 +29,7 @@ from api.db.repository import CANCELLED, COMPLETED, AssessmentRecord, Idempotenc
 from api.db.repository import TERMINAL as TERMINAL_STATUSES
 from api.runtime.events import PROGRESS_ONLY, Lagged, StatusChanged, Subscription, TrialDone
 from api.runtime.service import NothingToRetry, retry_would_help
+from api.security.auth import Principal
 from api.security.quotas import QuotaExceeded
 from api.security.tenancy import owner_context, principal_of
 from api.web.a2a.request import RequestError, read_request, redact_text, request_config
@@ -214,12 +215,17 @@ class AssessmentExecutor(AgentExecutor):
 
         self._attached.add(task.id)
         try:
-            await self._follow(runtime, record, config, updater)
+            await self._follow(runtime, record, config, updater, principal)
         finally:
             self._attached.discard(task.id)
 
     async def _follow(
-        self, runtime: Runtime, record: AssessmentRecord, config: AssessmentConfig, updater: TaskUpdater
+        self,
+        runtime: Runtime,
+        record: AssessmentRecord,
+        config: AssessmentConfig,
+        updater: TaskUpdater,
+        requester: Principal,
     ) -> None:
         service = runtime.service
         intro = intro_text(record, config)
@@ -242,8 +248,9 @@ class AssessmentExecutor(AgentExecutor):
                 break
             retries -= 1
             try:
-                record = await service.retry(record.id, source="a2a")
-            except (NothingToRetry, QuotaExceeded) as exc:
+                # On the requester's behalf: under its key's rights as they are now.
+                record = await service.retry(record.id, source="a2a", caller=requester)
+            except (NothingToRetry, QuotaExceeded, ConfigError) as exc:
                 logger.info("assessment %s: no retry in place: %s", record.id, exc)
                 break
             assert final.report is not None

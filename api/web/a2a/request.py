@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from api.settings import default_of
 from api.web import strict_json
 from api.web.strict_json import preview
-from green_agent.config import MAX_TASK_IDS, AssessmentConfig, TaskSelection, UserLLMArgs
+from green_agent.config import MAX_TASK_IDS, AssessmentConfig, OneLine, TaskSelection, UserLLMArgs
+from green_agent.core.one_line import escape_line
 from green_agent.domains import domain_names
 
 
@@ -58,22 +59,23 @@ class AgentBeatsConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    domain: str
-    task_ids: list[str] | None = Field(default=None, max_length=MAX_TASK_IDS)
+    # Every string is the requester's and may be quoted back, stored or logged: one line of plain text each.
+    domain: OneLine
+    task_ids: list[OneLine] | None = Field(default=None, max_length=MAX_TASK_IDS)
     num_tasks: int | None = Field(default=None, ge=1)
     num_trials: int = Field(default=1, ge=1, le=32)
     max_steps: int | None = Field(default=None, ge=1, le=10_000)
     """None: 200, or the customer model's own max_steps (the operator's setting)."""
     max_errors: int | None = Field(default=None, ge=1, le=10_000)
-    user_llm: str | None = Field(default=None, max_length=256)
+    user_llm: OneLine | None = Field(default=None, max_length=256)
     user_llm_args: dict[str, Any] | None = None
-    judge_llm: str | None = Field(default=None, max_length=256)
+    judge_llm: OneLine | None = Field(default=None, max_length=256)
     evaluation: Literal["tau2", "action"] = "tau2"
     shard_index: int | None = Field(default=None, ge=0)
     num_shards: int | None = Field(default=None, ge=1)
     max_concurrent: int | None = Field(default=None, ge=1, le=512)
-    split: str | None = None
-    dialect: str | None = None
+    split: OneLine | None = None
+    dialect: OneLine | None = None
     agent_headers: dict[str, str] | None = Field(
         default=None,
         description="Headers for the white agent (its credentials); never shown or stored in the task.",
@@ -133,7 +135,7 @@ class AgentBeatsConfig(BaseModel):
 class AgentBeatsRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    participants: dict[str, str]
+    participants: dict[OneLine, OneLine]
     config: AgentBeatsConfig
 
     @field_validator("participants")
@@ -195,7 +197,8 @@ def shard(task_ids: list[str], index: int, count: int) -> list[str]:
 def _describe(error: ValidationError) -> str:
     parts = []
     for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "request"
+        # A location may name one of the requester's keys: escaped, as the message is shown as text.
+        where = escape_line(".".join(str(p) for p in item["loc"])) or "request"
         parts.append(f"{where}: {item['msg'].removeprefix('Value error, ')}")
     return "; ".join(parts)
 

@@ -1,4 +1,6 @@
-"""/assessments: create (idempotent), list, read, cancel."""
+"""/assessments: create (idempotent), list, read, cancel, retry, rerun what failed, compare, downloads.
+
+The actions (create, cancel, retry, rerun-failed) are api/web/actions.py's, shared with the web UI's forms."""
 
 from __future__ import annotations
 
@@ -7,11 +9,11 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, HTTPException, Query, Response, status
 from fastapi.responses import JSONResponse
 
-from api.db.repository import AssessmentRecord, IdempotencyConflict
-from api.runtime.service import AssessmentService, NotComparable, NothingToRerun, NothingToRetry
+from api.db.repository import AssessmentRecord
+from api.runtime.service import AssessmentService, NotComparable
 from api.runtime.tau2_interop import NotExportable, export_document
 from api.security.auth import PrincipalDep
-from api.security.quotas import QuotaExceeded
+from api.web import actions
 from api.web.a2a.result import result_data
 from api.web.deps import RepositoryDep, RuntimeDep, ServiceDep
 from api.web.schemas import (
@@ -23,7 +25,7 @@ from api.web.schemas import (
     RerunOverrides,
 )
 from api.web.trials_csv import csv_response, trials_csv
-from green_agent.config import AssessmentConfig, ConfigError
+from green_agent.config import AssessmentConfig, OneLine
 from green_agent.domains import UnknownDomainError, check_domain
 from green_agent.scoring.uncertainty import Comparison
 
@@ -31,7 +33,7 @@ router = APIRouter(prefix="/assessments", tags=["assessments"])
 
 StatusFilter = Literal["queued", "running", "completed", "failed", "cancelled"]
 IdempotencyKey = Annotated[
-    str | None,
+    OneLine | None,
     Header(
         alias="Idempotency-Key",
         min_length=1,
@@ -39,20 +41,6 @@ IdempotencyKey = Annotated[
         description="Makes a retried POST return the assessment the first one created.",
     ),
 ]
-
-
-def unprocessable(location: list[str], message: str) -> HTTPException:
-    """A 422 shaped like FastAPI's own validation errors, so clients parse one format."""
-    return HTTPException(
-        status.HTTP_422_UNPROCESSABLE_CONTENT,
-        detail=[{"loc": location, "msg": message, "type": "value_error"}],
-    )
-
-
-def too_many(exc: QuotaExceeded) -> HTTPException:
-    return HTTPException(
-        status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": str(exc.retry_after_s)}
-    )
 
 
 @router.post(
@@ -75,19 +63,11 @@ async def create_assessment(
     idempotency_key: IdempotencyKey = None,
 ) -> AssessmentPublic:
     try:
-        record, created = await service.create(
-            config,
-            source="rest",
-            tenant=principal.tenant,
-            allow_private_agents=principal.allow_private_agents,
-            idempotency_key=idempotency_key,
+        record, created = await actions.start(
+            service, principal, config, door="rest", idempotency_key=idempotency_key
         )
-    except ConfigError as exc:
-        raise unprocessable(["body"], str(exc)) from None
-    except IdempotencyConflict as exc:
-        raise unprocessable(["header", "Idempotency-Key"], str(exc)) from None
-    except QuotaExceeded as exc:
-        raise too_many(exc) from None
+    except actions.Refused as refused:
+        raise refused.http_exception() from None
     response.headers["Location"] = f"/assessments/{record.id}"
     if not created:
         response.headers["Idempotent-Replayed"] = "true"
@@ -113,7 +93,8 @@ async def list_assessments(
         try:
             check_domain(domain)
         except UnknownDomainError as exc:
-            raise unprocessable(["query", "domain"], str(exc)) from None
+            refused = actions.Refused(422, str(exc), location=["query", "domain"])
+            raise refused.http_exception() from None
     records, total = await repository.page(
         tenant=principal.tenant_filter,
         status=status_,
@@ -155,6 +136,10 @@ async def _public(service: AssessmentService, record: AssessmentRecord) -> Asses
     responses={
         **NOT_FOUND,
         409: {"description": "The assessment is running, or has nothing left to do (the reason says which)."},
+        422: {
+            "description": "The caller may not run it now: its agent URL is refused by the caller's egress "
+            "rule, or it is larger than the caller's quota allows."
+        },
         429: {"description": "A quota is full; retry after Retry-After seconds."},
     },
 )
@@ -164,13 +149,12 @@ async def retry_assessment(
     """In the same assessment: every trial excluded as an infrastructure error or never run (cancelled,
     failed midway, its process killed) runs again, and every stored trial excluded for want of a verdict is
     judged again without running its conversation (when a judge is configured now). Scored trials are kept
-    and never run twice; the report is computed again at the end; `attempts` keeps the history."""
+    and never run twice; the report is computed again at the end; `attempts` keeps the history. The retry
+    runs under the caller's key as it is now (its egress rule, its tenant's quotas), not the creator's."""
     try:
-        record = await service.retry(assessment_id, source="rest", tenant=principal.tenant_filter)
-    except NothingToRetry as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    except QuotaExceeded as exc:
-        raise too_many(exc) from None
+        record = await actions.retry(service, principal, assessment_id, door="rest")
+    except actions.Refused as refused:
+        raise refused.http_exception() from None
     response.headers["Location"] = f"/assessments/{record.id}"
     return await _public(service, record)
 
@@ -184,14 +168,11 @@ async def retry_assessment(
 async def cancel_assessment(
     assessment_id: str, service: ServiceDep, principal: PrincipalDep
 ) -> AssessmentPublic:
-    before = await service.get(assessment_id, tenant=principal.tenant_filter)
-    if before.finished:
-        raise HTTPException(
-            status.HTTP_409_CONFLICT,
-            f"assessment {assessment_id} is already {before.status}; only queued or running "
-            "assessments can be cancelled",
-        )
-    return AssessmentPublic.from_record(await service.cancel(assessment_id))
+    try:
+        record = await actions.cancel(service, principal, assessment_id, door="rest")
+    except actions.Refused as refused:
+        raise refused.http_exception() from None
+    return AssessmentPublic.from_record(record)
 
 
 @router.get(
@@ -303,19 +284,14 @@ async def rerun_failed(
     source's config except what the body overrides. Then `GET /assessments/{new}/compare/{assessment_id}`
     says whether the fix made a difference."""
     try:
-        record, _ = await service.rerun_failed(
+        record = await actions.rerun_failed(
+            service,
+            principal,
             assessment_id,
             overrides.overrides() if overrides is not None else None,
-            source="rest",
-            tenant=principal.tenant_filter,
-            owner=principal.tenant,
-            allow_private_agents=principal.allow_private_agents,
+            door="rest",
         )
-    except NothingToRerun as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    except ConfigError as exc:
-        raise unprocessable(["body"], str(exc)) from None
-    except QuotaExceeded as exc:
-        raise too_many(exc) from None
+    except actions.Refused as refused:
+        raise refused.http_exception() from None
     response.headers["Location"] = f"/assessments/{record.id}"
     return AssessmentPublic.from_record(record)

@@ -8,33 +8,48 @@ that allows only this service's own scripts and styles, so injected markup stays
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import jinja2
 from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sse_starlette import EventSourceResponse
 
 from api.db.keys import KeyRepository
-from api.db.repository import STATUSES, AssessmentRecord, trial_summary
+from api.db.repository import STATUSES, AssessmentLabel, AssessmentRecord, RetryPlan, trial_summary
 from api.runtime.runtime import Runtime
-from api.runtime.service import AssessmentNotFound, domain_mismatch, retry_would_help
+from api.runtime.service import AssessmentNotFound, NothingToRetry, domain_mismatch, retry_would_help
 from api.runtime.tau2_interop import NotExportable, export_document
-from api.security.auth import UI_LOGIN_PATH, UI_PREFIX, UI_SESSION_COOKIE, principal_for_key
+from api.security.auth import UI_LOGIN_PATH, UI_PREFIX, UI_SESSION_COOKIE, Principal, principal_for_key
+from api.security.quotas import QuotaPolicy
+from api.web import actions
 from api.web.a2a.result import result_data
 from api.web.deps import RuntimeDep
-from api.web.schemas import AssessmentPublic, TrialPublic
+from api.web.schemas import MAX_OFFSET, AssessmentPublic, TrialPublic
 from api.web.trial_view import diagnosed_trial
 from api.web.trials_csv import csv_response, trials_csv
 from api.web.ui import views
-from api.web.ui.access import request_principal, same_origin_form, submitted_key, visible_assessment
+from api.web.ui.access import (
+    csrf_token,
+    keep_csrf_cookie,
+    own_page_refusal,
+    read_form,
+    request_principal,
+    same_origin_form,
+    submitted_key,
+    visible_assessment,
+)
+from api.web.ui.forms import NewAssessmentForm
 from api.web.ui.live import progress_stream
 from domain_kit import DataError, DomainData
-from green_agent.config import AssessmentConfig, ConfigError
+from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError
 from green_agent.domains import DEFAULT_DOMAIN, UnknownDomainError, domain_names
+from green_agent.scoring.metrics import tasks_not_fully_solved
 from green_agent.scoring.uncertainty import format_p
 
 UI_DIR = Path(__file__).parent
@@ -106,11 +121,29 @@ templates = Jinja2Templates(env=_environment)
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
+# Bounded like the REST twin's (GET /assessments/{id}/trials/{task}/{trial}): past a 32-bit integer the
+# database cannot even compare it (SQLite overflows at 2^63, PostgreSQL's column at 2^31); a 422, not a 500.
+TrialNumber = Annotated[int, PathParam(ge=0, le=MAX_OFFSET)]
 
-def _page(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
-    return templates.TemplateResponse(
-        request, name, context, status_code=status_code, headers=dict(SECURITY_HEADERS)
+
+def _page(
+    request: Request,
+    name: str,
+    context: dict[str, Any],
+    status_code: int = 200,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    token = csrf_token(request)  # every form that changes something carries it (access.own_page_refusal)
+    response = templates.TemplateResponse(
+        request,
+        name,
+        {**context, "csrf_token": token},
+        status_code=status_code,
+        headers={**SECURITY_HEADERS, **(headers or {})},
     )
+    if request.method == "GET":  # a page the browser opened; a form's answer never sets a cookie
+        keep_csrf_cookie(request, response, token)
+    return response
 
 
 async def _domain_data(runtime: Runtime, name: str) -> DomainData | None:
@@ -198,16 +231,142 @@ def _kind(kind: str | None) -> str | None:
     return kind if kind in views.FAILURE_NAMES else None
 
 
+@router.get("/assessments/new")
+async def new_assessment_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+    return await _new_assessment_form(request, runtime, request_principal(request), NewAssessmentForm())
+
+
+@router.post("/assessments/new")
+async def start_assessment(request: Request, runtime: RuntimeDep) -> Response:
+    """The form's POST: the path of `POST /assessments` (actions.start), then the new assessment's page."""
+    viewer = request_principal(request)
+    form = await read_form(request)
+    refusal = own_page_refusal(request, form)
+    if refusal is not None:
+        return _refused_page(request, viewer, refusal)
+    submitted = NewAssessmentForm.submitted(form)
+    config = submitted.config(runtime.engine.settings.default_user_model)
+    if config is None:
+        invalid = status.HTTP_422_UNPROCESSABLE_CONTENT
+        return await _new_assessment_form(request, runtime, viewer, submitted, invalid)
+    try:
+        record, _ = await actions.start(
+            runtime.service, viewer, config, door="ui", idempotency_key=submitted.idempotency_key
+        )
+    except actions.Refused as refused:
+        submitted.refused(refused.field, refused.reason)
+        return await _new_assessment_form(
+            request, runtime, viewer, submitted, refused.status, _retry_after(refused)
+        )
+    return RedirectResponse(f"/ui/assessments/{record.id}", status_code=status.HTTP_303_SEE_OTHER)
+
+
+def _retry_after(refused: actions.Refused | None) -> dict[str, str] | None:
+    """A 429's Retry-After header, as the REST route sends it."""
+    if refused is None or refused.retry_after_s is None:
+        return None
+    return {"Retry-After": str(refused.retry_after_s)}
+
+
+async def _split_choices(runtime: Runtime) -> dict[str, str]:
+    """Each split any domain of this service has, labelled with its size per domain ("base (114 tasks)", or
+    "base (retail 114, airline 50)"); the server checks that the chosen domain has the chosen split."""
+    sizes: dict[str, list[tuple[str, int]]] = {}
+    for name in domain_names():
+        data = await runtime.engine.load_domain(name)  # loaded once per process
+        for split, ids in data.splits.items():
+            sizes.setdefault(split, []).append((name, len(ids)))
+    if len(domain_names()) == 1:
+        return {split: f"{split} ({n} tasks)" for split, [(_, n)] in sizes.items()}
+    return {split: f"{split} ({', '.join(f'{d} {n}' for d, n in each)})" for split, each in sizes.items()}
+
+
+async def _new_assessment_form(
+    request: Request,
+    runtime: Runtime,
+    viewer: Principal,
+    form: NewAssessmentForm,
+    status_code: int = 200,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    settings = runtime.engine.settings
+    quota = QuotaPolicy.from_settings(runtime.settings).for_tenant(viewer.tenant)
+    return _page(
+        request,
+        "new.html",
+        {
+            "viewer": viewer,
+            "form": form,
+            "domains": domain_names(),
+            "splits": await _split_choices(runtime),
+            "user_models": [SCRIPTED_USER, *settings.user_models],
+            "default_user_model": settings.default_user_model,
+            "judge": _judge_model(runtime),
+            "quota": quota,
+        },
+        status_code=status_code,
+        headers=headers,
+    )
+
+
+def _judge_model(runtime: Runtime, record: AssessmentRecord | None = None) -> str | None:
+    """The NL-assertion judge a new assessment gets, or (`record`) the one this assessment's retry would use:
+    its own `judge_model`, else the service's. None: no judge (NL assertions are not judged)."""
+    try:
+        name = AssessmentConfig.model_validate(record.config).judge_model if record is not None else None
+        endpoint = runtime.engine.settings.judge_endpoint(name)
+    except (ValueError, ConfigError):  # a stored config today's settings no longer accept
+        return None
+    return endpoint.model if endpoint is not None else None
+
+
 @router.get("/assessments/{assessment_id}")
 async def assessment_page(
     request: Request, assessment_id: str, runtime: RuntimeDep, kind: str | None = None
 ) -> HTMLResponse:
     viewer = request_principal(request)
+    return await _assessment_view(request, runtime, viewer, assessment_id, kind=kind)
+
+
+async def _retry_plan(runtime: Runtime, record: AssessmentRecord) -> RetryPlan | None:
+    """What Retry would run and judge again, for a finished assessment that has something left to do."""
+    judged = _judge_model(runtime, record) is not None
+    if not record.finished or not retry_would_help(record, judge_configured=judged):
+        return None
+    try:
+        return await runtime.service.plan_retry(record, source="ui")
+    except NothingToRetry:
+        return None
+
+
+async def _assessment_view(
+    request: Request,
+    runtime: Runtime,
+    viewer: Principal,
+    assessment_id: str,
+    *,
+    kind: str | None = None,
+    refused: actions.Refused | None = None,
+) -> HTMLResponse:
+    """The assessment's page; after a refused action, with its reason, the REST status and Retry-After."""
     record = await visible_assessment(runtime, viewer, assessment_id)
     summaries = await runtime.repository.trial_summaries(assessment_id)
-    rows = views.grid(await _task_ids(runtime, record), int(record.config.get("trials", 1)), summaries)
+    task_ids = await _task_ids(runtime, record)
+    trials = int(record.config.get("trials", 1))
+    rows = views.grid(task_ids, trials, summaries)
     kind = _kind(kind)
     report = record.report
+    tenant = viewer.tenant_filter
+    source = await runtime.repository.get(record.rerun_of, tenant=tenant) if record.rerun_of else None
+    size = runtime.settings.ui_page_size
+    choices: list[AssessmentLabel] = []
+    previous = None
+    if report is not None:  # something to compare: the viewer's newest, and this agent's previous one
+        before = await runtime.repository.labels(tenant=tenant, before=record, limit=1)
+        previous = before[0] if before else None
+        choices = [c for c in await runtime.repository.labels(tenant=tenant, limit=size) if c.id != record.id]
+        if previous is not None and previous.id not in {c.id for c in choices}:
+            choices.append(previous)
     return _page(
         request,
         "assessment.html",
@@ -231,9 +390,17 @@ async def assessment_page(
             "live": not record.finished,
             "waiting": [] if record.finished else runtime.service.waiting_for(record.id),
             "attempts": await runtime.repository.attempts(record.id),
-            "retry_hint": record.finished
-            and retry_would_help(record, judge_configured=runtime.engine.judge is not None),
+            "action_error": refused.reason if refused is not None else None,
+            "retry_plan": await _retry_plan(runtime, record),
+            "judge": _judge_model(runtime, record),
+            "rerun_tasks": tasks_not_fully_solved(task_ids, summaries, trials) if record.finished else [],
+            "rerun_source": source,
+            "reruns": await runtime.repository.labels(tenant=tenant, rerun_of=record.id, limit=size),
+            "compare_choices": choices,
+            "previous": previous,
         },
+        status_code=refused.status if refused is not None else status.HTTP_200_OK,
+        headers=_retry_after(refused),
     )
 
 
@@ -242,7 +409,7 @@ async def trial_page(
     request: Request,
     assessment_id: str,
     task_id: str,
-    trial: int,
+    trial: TrialNumber,
     runtime: RuntimeDep,
     kind: str | None = None,
 ) -> HTMLResponse:
@@ -414,6 +581,60 @@ async def leaderboard_page(
     )
 
 
+# -- actions: cancel, retry, rerun what failed ----------------------------------------------------------
+# Each is a POST from this service's own pages (access.own_page_refusal), done by api/web/actions.py exactly
+# as its REST route does it: the same tenancy (another tenant's assessment is "not found", 404), the same
+# refusals (their status and one-line reason, shown on the assessment's page) and the same log line.
+
+
+def _refused_page(request: Request, viewer: Principal, reason: str) -> HTMLResponse:
+    context = {"viewer": viewer, "title": "Refused", "message": reason}
+    return _page(request, "error.html", context, status_code=status.HTTP_403_FORBIDDEN)
+
+
+async def _act(
+    request: Request,
+    runtime: Runtime,
+    assessment_id: str,
+    action: Callable[[Principal], Awaitable[AssessmentRecord]],
+) -> Response:
+    viewer = request_principal(request)
+    refusal = own_page_refusal(request, await read_form(request))
+    if refusal is not None:
+        return _refused_page(request, viewer, refusal)
+    try:
+        record = await action(viewer)
+    except actions.Refused as refused:
+        return await _assessment_view(request, runtime, viewer, assessment_id, refused=refused)
+    return RedirectResponse(f"/ui/assessments/{record.id}", status_code=status.HTTP_303_SEE_OTHER)
+
+
+@router.post("/assessments/{assessment_id}/cancel")
+async def cancel_assessment(request: Request, assessment_id: str, runtime: RuntimeDep) -> Response:
+    async def cancel(viewer: Principal) -> AssessmentRecord:
+        return await actions.cancel(runtime.service, viewer, assessment_id, door="ui")
+
+    return await _act(request, runtime, assessment_id, cancel)
+
+
+@router.post("/assessments/{assessment_id}/retry")
+async def retry_assessment(request: Request, assessment_id: str, runtime: RuntimeDep) -> Response:
+    async def retry(viewer: Principal) -> AssessmentRecord:
+        return await actions.retry(runtime.service, viewer, assessment_id, door="ui")
+
+    return await _act(request, runtime, assessment_id, retry)
+
+
+@router.post("/assessments/{assessment_id}/rerun-failed")
+async def rerun_failed(request: Request, assessment_id: str, runtime: RuntimeDep) -> Response:
+    """A new assessment of the failed tasks, with the source's config; its page opens."""
+
+    async def rerun(viewer: Principal) -> AssessmentRecord:
+        return await actions.rerun_failed(runtime.service, viewer, assessment_id, door="ui")
+
+    return await _act(request, runtime, assessment_id, rerun)
+
+
 # -- downloads and live progress --------------------------------------------------------------------------
 
 
@@ -467,7 +688,7 @@ async def tau2_download(request: Request, assessment_id: str, runtime: RuntimeDe
 
 @router.get("/assessments/{assessment_id}/trials/{task_id}/{trial}/trial.json")
 async def trial_download(
-    request: Request, assessment_id: str, task_id: str, trial: int, runtime: RuntimeDep
+    request: Request, assessment_id: str, task_id: str, trial: TrialNumber, runtime: RuntimeDep
 ) -> JSONResponse:
     """The trial as the REST API returns it (failures included)."""
     record = await visible_assessment(runtime, request_principal(request), assessment_id)

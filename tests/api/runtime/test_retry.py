@@ -19,10 +19,14 @@ from api.db.repository import CANCELLED, COMPLETED
 from api.runtime.events import TrialDone
 from api.runtime.runtime import open_runtime
 from api.runtime.service import NothingToRetry
+from api.security.auth import operator_principal
 from green_agent.config import AssessmentConfig, TaskSelection
 from retail_domain import RetailData
 from tests.api.servers import green_settings
 from tests.support.fake_llm import FakeReply, passing_judge, scenario_customer, serve_fake_llm
+
+OPERATOR = operator_principal(allow_private_agents=True)
+"""Who retries here: the operator, as `green-agent retry` does (the agents are on loopback)."""
 
 TASKS = ["0", "1", "2", "24"]
 """0 and 1 are scored on the DB alone; 2 and 24 need the judge."""
@@ -93,7 +97,7 @@ async def test_retry_runs_the_excluded_and_judges_the_unjudged_keeping_the_score
         provider.customer_down.clear()
         provider.judge_down = False
         asked_before = Counter(provider.customer_requests)
-        retried = await service.retry(record.id, source="cli")
+        retried = await service.retry(record.id, source="cli", caller=OPERATOR)
         assert retried.status == "queued" and retried.attempt == 2 and retried.trials_done == 1
         final = await service.wait(record.id)
         after = {(t.task_id, t.trial): t for t in await repository.trial_results(record.id)}
@@ -139,12 +143,12 @@ async def test_a_cancelled_assessment_is_continued_and_counts_what_was_planned(
         assert cancelled.report.partial_reasons["not_run"] == 12 - done
         kept = {(t.task_id, t.trial): t for t in await repository.trial_results(record.id)}
 
-        retried = await service.retry(record.id, source="rest")
+        retried = await service.retry(record.id, source="rest", caller=OPERATOR)
         final = await service.wait(retried.id)
         after = {(t.task_id, t.trial): t for t in await repository.trial_results(record.id)}
         attempts = await repository.attempts(record.id)
         with pytest.raises(NothingToRetry, match="nothing left to retry"):
-            await service.retry(record.id, source="rest")
+            await service.retry(record.id, source="rest", caller=OPERATOR)
 
     assert final.status == COMPLETED and final.report is not None and final.trials_done == 12
     assert "not_run" not in final.report.partial_reasons and final.report.trials_total == 12 == len(after)
@@ -168,10 +172,10 @@ async def test_trials_stored_without_a_judge_are_judged_once_one_is_configured(
             first = await runtime.service.wait(record.id)
             assert first.report is not None and first.report.partial_reasons == {"not_judged": 2}
             with pytest.raises(NothingToRetry, match="nothing left to retry"):  # still no judge
-                await runtime.service.retry(record.id, source="rest")
+                await runtime.service.retry(record.id, source="rest", caller=OPERATOR)
         asked = Counter(provider.customer_requests)
         async with open_runtime(settings_for(database_url, llm.base_url)) as runtime:
-            await runtime.service.retry(record.id, source="rest")
+            await runtime.service.retry(record.id, source="rest", caller=OPERATOR)
             final = await runtime.service.wait(record.id)
     assert final.report is not None and final.report.complete and final.report.avg_reward == 1.0
     assert provider.customer_requests == asked and provider.judge_requests == 2  # judged, not run again
@@ -182,7 +186,7 @@ async def test_a_running_assessment_is_not_retried(database_url: str, idle_url: 
         config = AssessmentConfig(agent_url=idle_url, tasks=TaskSelection(task_ids=["0"]))
         record, _ = await runtime.service.create(config, source="rest")
         with pytest.raises(NothingToRetry, match=r"is (queued|running); retry it once it has finished"):
-            await runtime.service.retry(record.id, source="rest")
+            await runtime.service.retry(record.id, source="rest", caller=OPERATOR)
         await runtime.service.cancel(record.id)
 
 
@@ -206,7 +210,7 @@ async def test_a_retry_reopens_what_another_worker_opened_for_the_first_attempt(
         assert record.id in first.service._opened or record.id in second.service._opened
         await asyncio.sleep(4.0)
         began = asyncio.get_running_loop().time()
-        await second.service.retry(record.id, source="rest")
+        await second.service.retry(record.id, source="rest", caller=OPERATOR)
         final = await first.service.wait(record.id)
         second_attempt = asyncio.get_running_loop().time() - began
     assert cancelled.status == CANCELLED and final.status == COMPLETED and final.trials_done == 12

@@ -71,6 +71,7 @@ async def test_rerun_what_failed_then_compare(
     rerun = fixed.json()
     assert rerun["config"]["tasks"]["task_ids"] == ["1", "6"] and rerun["config"]["trials"] == 2
     assert rerun["agent_url"] == oracle_url.rstrip("/") and "agent_headers" not in rerun["config"]
+    assert rerun["rerun_of"] == same.json()["rerun_of"] == first["id"] and first["rerun_of"] is None
     assert any(f"assessment {first['id']} not solved in every trial" in w for w in rerun["warnings"])
     engine = create_engine(database_url)
     try:
@@ -119,7 +120,7 @@ async def test_rerun_what_failed_then_compare(
     [
         ({"trials": 0}, "greater than or equal to 1"),
         ({"tasks": {"task_ids": ["1"]}}, "Extra inputs"),
-        ({"user_model": "gpt-x"}, "use one the operator configured"),
+        ({"user_model": "gpt-x"}, "is not offered here"),
         ({"agent_url": "ftp://agent"}, "http:// or https://"),
     ],
 )

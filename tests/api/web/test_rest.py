@@ -150,7 +150,7 @@ async def test_a_complete_report_says_so(client: httpx.AsyncClient, oracle_url: 
     assert report["signal_applicable"]["COMMUNICATE"] == 1 and report["signal_applicable"]["CLEAN_EXIT"] == 2
     [result] = (await client.get(f"/assessments/{assessment_id}/leaderboard")).json()["results"]
     assert result["complete"] is True and result["partial_reasons"] == {}
-    # the oracle performs the gold actions and states task 30's fact: "1.0 of 1", not a vacuous rate of 2
+    # the oracle states the facts in its closing text: "1.0 of 1", not a vacuous pass counted for task 0
     assert result["signal_rates"]["COMMUNICATE"] == 1.0 and result["signal_applicable"]["COMMUNICATE"] == 1
 
 
