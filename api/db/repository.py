@@ -129,13 +129,14 @@ class AssessmentRecord:
 
 @dataclass(frozen=True)
 class AssessmentLabel:
-    """What names an assessment in a list to pick from: id, agent, status and when it was created."""
+    """What names an assessment in a list to pick from: id, agent, status, when it was created, its domain."""
 
     id: str
     agent_url: str
     agent_name: str | None
     status: str
     created_at: datetime
+    domain: str = DEFAULT_DOMAIN
 
 
 @dataclass(frozen=True)
@@ -712,19 +713,24 @@ class AssessmentRepository:
         tenant: str | None = None,
         rerun_of: str | None = None,
         before: AssessmentRecord | None = None,
+        domain: str | None = None,
         limit: int = 50,
     ) -> list[AssessmentLabel]:
         """What names assessments in a list to pick from (no report or config is read), newest first:
         `tenant`'s (None: anyone's); with `rerun_of`, the reruns of that assessment's failed tasks; with
-        `before`, those of its agent URL created before it (the newest first is "the previous one")."""
+        `before`, those of its agent URL and domain created before it (the newest first is "the previous
+        one"); with `domain`, that domain's."""
         conditions: list[ColumnElement[bool]] = []
         if tenant is not None:
             conditions.append(AssessmentRow.tenant == tenant)
+        if domain is not None:
+            conditions.append(AssessmentRow.domain == domain)
         if rerun_of is not None:
             conditions.append(AssessmentRow.rerun_of == rerun_of)
         if before is not None:
             conditions += [
                 AssessmentRow.agent_url == before.agent_url,
+                AssessmentRow.domain == before.domain,
                 AssessmentRow.created_at <= before.created_at,
                 AssessmentRow.id != before.id,
             ]
@@ -734,6 +740,7 @@ class AssessmentRepository:
             AssessmentRow.agent_name,
             AssessmentRow.status,
             AssessmentRow.created_at,
+            AssessmentRow.domain,
         )
         async with self._session() as session:
             rows = await session.execute(

@@ -96,6 +96,14 @@ async def test_an_airline_assessment_and_trial_show_their_domain_and_airline_fai
     tab: Tab, service: Domains
 ) -> None:
     page = tab.page
+    # "Compare with..." offers this domain's assessments only: the oracle's retail run (same agent, created
+    # before) is neither offered nor preselected on its airline run's page.
+    await page.goto(f"/ui/assessments/{service.airline_id}")
+    options = page.locator("#compare-other option")
+    await expect(options).to_have_count(1)
+    await expect(options).to_have_attribute("value", service.sloppy_airline_id)
+    await expect(options).to_contain_text("airline")
+
     await page.goto(f"/ui/assessments/{service.sloppy_airline_id}")
     await expect(page.locator("#assessment-domain")).to_have_text("airline")
     grid = page.locator("#trial-grid")

@@ -362,9 +362,11 @@ async def _assessment_view(
     choices: list[AssessmentLabel] = []
     previous = None
     if report is not None:  # something to compare: the viewer's newest, and this agent's previous one
+        # Of this assessment's domain only: assessments of two domains are not compared.
         before = await runtime.repository.labels(tenant=tenant, before=record, limit=1)
         previous = before[0] if before else None
-        choices = [c for c in await runtime.repository.labels(tenant=tenant, limit=size) if c.id != record.id]
+        newest = await runtime.repository.labels(tenant=tenant, domain=record.domain, limit=size)
+        choices = [c for c in newest if c.id != record.id]
         if previous is not None and previous.id not in {c.id for c in choices}:
             choices.append(previous)
     return _page(
