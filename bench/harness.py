@@ -42,8 +42,8 @@ from bench.procstats import (
     self_cpu_seconds,
 )
 from bench.white_agent import WhiteAgentProcess
+from domain_kit import DomainData
 from green_agent import AssessmentConfig, Engine, EngineSettings, TrialFinished, TrialResult
-from retail_domain import RetailData
 
 DatabaseKind = Literal["sqlite", "postgres"]
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -87,7 +87,7 @@ class GreenAgent:
 
 @contextlib.asynccontextmanager
 async def green_agent_service(
-    database_url: str, settings: EngineSettings, data: RetailData
+    database_url: str, settings: EngineSettings, data: DomainData
 ) -> AsyncIterator[GreenAgent]:
     limit_malloc_arenas(default_of("malloc_arenas"))  # as open_runtime does, with the default setting
     database = create_engine(database_url)

@@ -9,6 +9,7 @@ which removes one-time costs (first HTTP clients, lazily imported code) from the
 
     .venv/bin/python -m bench.memory                     # 10, 100, 1000
     .venv/bin/python -m bench.memory --trials 10 100     # quicker
+    .venv/bin/python -m bench.memory --domain airline    # airline's trials (its DB is 2.5x retail's)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import contextlib
 import gc
 import json
 import math
+import os
 import sys
 import time
 import tracemalloc
@@ -32,7 +34,7 @@ from bench.procstats import mib, rss_bytes
 from bench.tables import print_table
 from bench.white_agent import WhiteKind, white_agent_process
 from green_agent import AssessmentConfig, TaskSelection, TurnTaken
-from retail_domain import load_retail_data
+from green_agent.domains import DEFAULT_DOMAIN, domain_names, load_domain
 
 WAITING = {
     "idle": "every trial waits on its first message: policy + tool schemas, ~24 KB",
@@ -54,13 +56,14 @@ class PointResult:
     seconds_to_live: float
 
 
-def plan(n: int) -> list[tuple[int, int, int]]:
-    """(tasks, trials per task, concurrency) per assessment, together holding exactly `n` live trials."""
+def plan(n: int, tasks: int = 114) -> list[tuple[int, int, int]]:
+    """(tasks, trials per task, concurrency) per assessment, together holding exactly `n` live trials, from a
+    split of `tasks` tasks."""
     chunks = math.ceil(n / MAX_PER_ASSESSMENT)
     sizes = [n // chunks + (1 if i < n % chunks else 0) for i in range(chunks)]
     out = []
     for size in sizes:
-        trials = math.ceil(size / 114)
+        trials = math.ceil(size / tasks)
         out.append((math.ceil(size / trials), trials, size))
     return out
 
@@ -111,17 +114,19 @@ async def run_point(
     database: DatabaseKind,
     pg_url: str,
     trace: bool = False,
+    domain: str = DEFAULT_DOMAIN,
 ) -> PointResult:
-    data = await asyncio.to_thread(load_retail_data)
+    data = await asyncio.to_thread(load_domain, domain)
     async with (
         fresh_database(database, pg_url) as url,
         green_agent_service(url, engine_settings(n), data) as green,
     ):
         service = green.service
         records = []
-        for num_tasks, trials, concurrency in plan(n):
+        for num_tasks, trials, concurrency in plan(n, len(data.split(data.default_split))):
             config = AssessmentConfig(
                 agent_url=agent_url,
+                domain=domain,
                 tasks=TaskSelection(split="base", num_tasks=num_tasks),
                 trials=trials,
                 concurrency=concurrency,
@@ -153,10 +158,15 @@ async def run_point(
 
 
 async def measure(
-    counts: list[int], database: DatabaseKind, pg_url: str, white_kind: WhiteKind, trace: bool = False
+    counts: list[int],
+    database: DatabaseKind,
+    pg_url: str,
+    white_kind: WhiteKind,
+    trace: bool = False,
+    domain: str = DEFAULT_DOMAIN,
 ) -> list[PointResult]:
     results = []
-    async with white_agent_process(white_kind) as white:
+    async with white_agent_process(white_kind, domain=domain) as white:
         for n in counts:
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -174,6 +184,8 @@ async def measure(
                 database,
                 "--pg-url",
                 pg_url,
+                "--domain",
+                domain,
                 *(["--trace"] if trace else []),
                 stdout=asyncio.subprocess.PIPE,
             )
@@ -184,7 +196,14 @@ async def measure(
     return results
 
 
-def report(results: list[PointResult], database: DatabaseKind, white_kind: WhiteKind) -> None:
+def _load_average() -> str:
+    one, five, _ = os.getloadavg()
+    return f"{one:.2f} / {five:.2f} (1 / 5 min)"
+
+
+def report(
+    results: list[PointResult], database: DatabaseKind, white_kind: WhiteKind, domain: str = DEFAULT_DOMAIN
+) -> None:
     rows = []
     previous: PointResult | None = None
     for r in results:
@@ -207,8 +226,8 @@ def report(results: list[PointResult], database: DatabaseKind, white_kind: White
         )
         previous = r
     print_table(
-        f"Green-agent memory with N live trials, white agent {white_kind!r} ({WAITING[white_kind]}; "
-        f"{database}; fresh process per point)",
+        f"Green-agent memory with N live {domain} trials, white agent {white_kind!r} ({WAITING[white_kind]}; "
+        f"{database}; fresh process per point; load average {_load_average()})",
         [
             "live trials",
             "base RSS MiB",
@@ -234,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         help="idle: trials wait on their opening message; idle_after_call: on their second message",
     )
     parser.add_argument("--pg-url", default=DEFAULT_PG_URL)
+    parser.add_argument("--domain", choices=domain_names(), default=DEFAULT_DOMAIN)
     parser.add_argument(
         "--trace", action="store_true", help="profile: print the top allocation sites (tracemalloc) per point"
     )
@@ -244,14 +264,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.point is not None:
         result = uvloop.run(
             run_point(
-                args.point, args.agent_url, args.white_pid, args.white, args.db, args.pg_url, args.trace
+                args.point,
+                args.agent_url,
+                args.white_pid,
+                args.white,
+                args.db,
+                args.pg_url,
+                args.trace,
+                args.domain,
             )
         )
         print(json.dumps(asdict(result)), flush=True)
         return 0
     kinds: list[WhiteKind] = ["idle", "idle_after_call"] if args.white == "both" else [args.white]
     for kind in kinds:
-        report(uvloop.run(measure(args.trials, args.db, args.pg_url, kind, args.trace)), args.db, kind)
+        results = uvloop.run(measure(args.trials, args.db, args.pg_url, kind, args.trace, args.domain))
+        report(results, args.db, kind, args.domain)
     return 0
 
 

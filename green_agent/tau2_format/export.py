@@ -1,5 +1,6 @@
 """An assessment as a tau2-bench v1.0.x results file (`Results`: info, tasks, simulations), so `tau2 view`
-reads it and `tau2 submit prepare/validate` accept it.
+reads it and `tau2 submit prepare/validate` accept it, for every domain: the environment info, the tool types
+and the tasks are the assessment's domain's (reached through the registry by the caller).
 
 Written from reading upstream's data model (src/tau2/data_model/simulation.py and message.py at v1.0.1);
 the field names and shapes are theirs, the code is ours. Where this service has no counterpart for an
@@ -25,10 +26,10 @@ from datetime import datetime
 from importlib import metadata
 from typing import Any
 
+from domain_kit import DomainData, Task, is_clean_exit
 from green_agent.config import AssessmentConfig
-from green_agent.core.models import AssessmentReport, TrialResult
+from green_agent.core.models import AssessmentReport, TranscriptMessage, TrialResult
 from green_agent.scoring.metrics import counted_trials
-from retail_domain import READ_TOOLS, WRITE_TOOLS, RetailData, Task, is_clean_exit
 
 TAU2_VERSION = "1.0.1"
 """The tau2-bench release whose results format and scoring this service follows."""
@@ -40,6 +41,20 @@ AGENT_IMPLEMENTATION = "remote_a2a_agent"
 _TERMINATION = {"internal_error": "unexpected_error"}
 
 _SIMULATION_NAMESPACE = uuid.UUID("5f1f5a4e-58c8-4a43-9c43-0c9e2f7b3b20")
+
+UPSTREAM_TASK_FIELDS = (
+    "id",
+    "description",
+    "user_scenario",
+    "ticket",
+    "initial_state",
+    "evaluation_criteria",
+    "issues",
+    "required_documents",
+    "user_tools",
+)
+"""The fields of upstream's `Task` model (v1.0.1). A task file may hold more (airline's carry `annotations`),
+which upstream drops when it loads the file, so its results files never hold them: neither do ours."""
 
 
 @dataclass(frozen=True)
@@ -63,10 +78,18 @@ def simulation_id(assessment_id: str, task_id: str, trial: int) -> str:
     return str(uuid.uuid5(_SIMULATION_NAMESPACE, f"{assessment_id}/{task_id}/{trial}"))
 
 
-def tau2_results(source: ExportSource, data: RetailData) -> dict[str, Any]:
+class DomainMismatch(ValueError):
+    """The domain data given is not the assessment's domain."""
+
+
+def tau2_results(source: ExportSource, data: DomainData) -> dict[str, Any]:
     """The whole results document (JSON-ready), simulations in trial-major, tasks.json order; excluded
-    trials (no reward) left out (see the module's docstring)."""
+    trials (no reward) left out (see the module's docstring). `data` is the assessment's domain."""
     config = source.config
+    if config.domain != data.name:
+        raise DomainMismatch(
+            f"the assessment ran {config.domain!r}; its export needs that domain, not {data.name!r}"
+        )
     task_ids = sorted({t.task_id for t in source.trials}, key=_task_order(data))
     order = _task_order(data)
     trials = sorted(counted_trials(source.trials), key=lambda t: (t.trial, order(t.task_id)))
@@ -78,6 +101,7 @@ def tau2_results(source: ExportSource, data: RetailData) -> dict[str, Any]:
     }
     if source.user_guidelines is not None:
         user_info["global_simulation_guidelines"] = source.user_guidelines
+    types = tool_types(data)
     return {
         "timestamp": source.created_at.isoformat(),
         "info": {
@@ -91,17 +115,36 @@ def tau2_results(source: ExportSource, data: RetailData) -> dict[str, Any]:
                 "llm": source.agent_model,
                 "llm_args": None,
             },
-            "environment_info": {"domain_name": "retail", "policy": data.policy, "tool_defs": None},
+            "environment_info": {"domain_name": data.name, "policy": data.policy, "tool_defs": None},
             "seed": config.seed,
         },
-        "tasks": [data.task_document(task_id) for task_id in task_ids],
+        "tasks": [upstream_task(data.task_document(task_id)) for task_id in task_ids],
         "simulations": [
-            simulation(trial, data.task(trial.task_id), source.assessment_id) for trial in trials
+            simulation(trial, data.task(trial.task_id), source.assessment_id, types) for trial in trials
         ],
     }
 
 
-def simulation(trial: TrialResult, task: Task, assessment_id: str) -> dict[str, Any]:
+def upstream_task(document: dict[str, Any]) -> dict[str, Any]:
+    """A task as upstream's results files hold it: the task file's fields that upstream's model has."""
+    return {key: value for key, value in document.items() if key in UPSTREAM_TASK_FIELDS}
+
+
+def tool_types(data: DomainData) -> dict[str, str | None]:
+    """tau2's `tool_type` per tool name: the agent's write and read tools; the customer's tools are typed
+    by upstream too, but the domain does not say how here, so they are left unknown (None) rather than
+    guessed; any other agent tool is generic (calculate, transfer_to_human_agents)."""
+    types: dict[str, str | None] = {name: "write" for name in data.write_tools}
+    types.update({name: "read" for name in data.read_tools})
+    for schema in data.user_tool_schemas:
+        name = str(schema.get("function", schema).get("name"))
+        types.setdefault(name, None)
+    return types
+
+
+def simulation(
+    trial: TrialResult, task: Task, assessment_id: str, types: dict[str, str | None]
+) -> dict[str, Any]:
     usage = trial.usage
     document = {
         "id": simulation_id(assessment_id, trial.task_id, trial.trial),
@@ -113,7 +156,7 @@ def simulation(trial: TrialResult, task: Task, assessment_id: str) -> dict[str, 
         "termination_reason": _TERMINATION.get(trial.termination_reason, trial.termination_reason),
         "agent_cost": usage.agent.cost_usd if usage and usage.agent else None,
         "user_cost": usage.user.cost_usd if usage and usage.user else None,
-        "reward_info": reward_info(trial, task),
+        "reward_info": reward_info(trial, task, types),
         "messages": messages(trial),
         "trial": trial.trial,
         "seed": trial.seed,
@@ -125,8 +168,11 @@ def simulation(trial: TrialResult, task: Task, assessment_id: str) -> dict[str, 
 
 
 def messages(trial: TrialResult) -> list[dict[str, Any]]:
-    """The transcript in tau2's message form: assistant/user messages with tool calls, tool messages."""
+    """The transcript in tau2's message form: assistant/user messages with tool calls, tool messages. A
+    call's requestor is the party that made it (the customer's own tools, in dual control: "user"), and a
+    tool message's is its call's."""
     out: list[dict[str, Any]] = []
+    requestors: dict[str, str] = {}
     for turn, message in enumerate(trial.transcript):
         timestamp = message.timestamp.isoformat()
         if message.role == "tool":
@@ -135,21 +181,20 @@ def messages(trial: TrialResult) -> list[dict[str, Any]]:
                     "id": message.tool_call_id or "",
                     "role": "tool",
                     "content": message.content,
-                    "requestor": "assistant",
+                    "requestor": requestors.get(message.tool_call_id or "", "assistant"),
                     "error": message.error,
                     "turn_idx": turn,
                     "timestamp": timestamp,
                 }
             )
             continue
-        calls = (
-            [
-                {"id": c.id, "name": c.name, "arguments": c.arguments, "requestor": "assistant"}
-                for c in message.tool_calls
-            ]
-            if message.tool_calls
-            else None
-        )
+        requestor = _requestor(message)
+        calls = None
+        if message.tool_calls:
+            calls = []
+            for c in message.tool_calls:
+                requestors[c.id] = requestor
+                calls.append({"id": c.id, "name": c.name, "arguments": c.arguments, "requestor": requestor})
         out.append(
             {
                 "role": message.role,
@@ -162,7 +207,11 @@ def messages(trial: TrialResult) -> list[dict[str, Any]]:
     return out
 
 
-def reward_info(trial: TrialResult, task: Task) -> dict[str, Any] | None:
+def _requestor(message: TranscriptMessage) -> str:
+    return "user" if message.role == "user" else "assistant"
+
+
+def reward_info(trial: TrialResult, task: Task, types: dict[str, str | None]) -> dict[str, Any] | None:
     """tau2's RewardInfo; None for a trial without a reward (excluded; never exported)."""
     if trial.reward is None:
         return None
@@ -177,10 +226,15 @@ def reward_info(trial: TrialResult, task: Task) -> dict[str, Any] | None:
     nl = [
         {"nl_assertion": v.assertion, "met": v.passed, "justification": v.reason} for v in trial.nl_verdicts
     ]
+    assertions = [_assertion_check(check) for check in trial.env_assertion_checks]
     breakdown: dict[str, float] = {}
     for kind in task.reward_basis:
         if kind == "DB":
             breakdown[kind] = 1.0 if db_match else 0.0
+        elif kind == "ENV_ASSERTION":
+            breakdown[kind] = 1.0 if all(check["met"] for check in assertions) else 0.0
+        elif kind == "ACTION":
+            breakdown[kind] = 1.0 if all(c.get("matched") for c in trial.action_checks) else 0.0
         elif kind == "NL_ASSERTION" and trial.nl_status == "judged":
             breakdown[kind] = 1.0 if all(v.passed for v in trial.nl_verdicts) else 0.0
         elif kind == "NL_ASSERTION" and not task.judged:
@@ -192,8 +246,8 @@ def reward_info(trial: TrialResult, task: Task) -> dict[str, Any] | None:
     return {
         "reward": trial.reward,
         "db_check": {"db_match": db_match, "db_reward": 1.0 if db_match else 0.0},
-        "env_assertions": None,
-        "action_checks": _action_checks(trial, task),
+        "env_assertions": assertions if task.env_assertions else None,
+        "action_checks": _action_checks(trial, task, types),
         "nl_assertions": nl if trial.nl_status == "judged" else None,
         "communicate_checks": [
             {
@@ -211,7 +265,24 @@ def reward_info(trial: TrialResult, task: Task) -> dict[str, Any] | None:
     }
 
 
-def _action_checks(trial: TrialResult, task: Task) -> list[dict[str, Any]]:
+def _assertion_check(check: dict[str, Any]) -> dict[str, Any]:
+    """One stored env assertion check (domain_kit's `AssertionCheck`, as a dict) as upstream's
+    `EnvAssertionCheck`: the assertion, whether it held, its reward."""
+    met = check.get("actual") is not None and check.get("actual") == check.get("expected")
+    return {
+        "env_assertion": {
+            "env_type": check.get("env_type"),
+            "func_name": check.get("func_name"),
+            "arguments": check.get("arguments") or {},
+            "assert_value": check.get("expected", True),
+            "message": check.get("message"),
+        },
+        "met": met,
+        "reward": 1.0 if met else 0.0,
+    }
+
+
+def _action_checks(trial: TrialResult, task: Task, types: dict[str, str | None]) -> list[dict[str, Any]]:
     matched = {c["action_id"]: bool(c["matched"]) for c in trial.action_checks}
     return [
         {
@@ -225,21 +296,13 @@ def _action_checks(trial: TrialResult, task: Task) -> list[dict[str, Any]]:
             },
             "action_match": matched.get(action.action_id, False),
             "action_reward": 1.0 if matched.get(action.action_id, False) else 0.0,
-            "tool_type": _tool_type(action.name),
+            "tool_type": types.get(action.name, "generic"),
         }
         for action in task.gold_actions
     ]
 
 
-def _tool_type(name: str) -> str:
-    if name in WRITE_TOOLS:
-        return "write"
-    if name in READ_TOOLS:
-        return "read"
-    return "generic"
-
-
-def _task_order(data: RetailData) -> Any:
+def _task_order(data: DomainData) -> Any:
     position = {task_id: i for i, task_id in enumerate(data.tasks)}
     return lambda task_id: position.get(task_id, len(position))
 

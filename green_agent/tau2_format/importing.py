@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from domain_kit import Task
 from green_agent.core.models import (
     SIGNAL_DB,
     SIGNAL_NL,
@@ -21,9 +22,8 @@ from green_agent.core.models import (
     TrialResult,
 )
 from green_agent.scoring.metrics import is_success
-from green_agent.scoring.score import exit_and_diagnostic_signals
-from retail_domain import Task
-from retail_domain.rescore import SimulationRescore, iter_messages
+from green_agent.scoring.score import env_signal, exit_and_diagnostic_signals
+from green_agent.tau2_format.replay import SimulationRescore, iter_messages
 
 
 def imported_trial(
@@ -55,6 +55,7 @@ def imported_trial(
             detail=f"{nl_status} on import",
         ),
         *exit_and_diagnostic_signals(task, outcome.termination_reason, actions, said),
+        env_signal(task, outcome.assertion_checks, evaluated=True, unfinished=False),
     ]
     started = _time(simulation.get("start_time"))
     return TrialResult(
@@ -71,6 +72,7 @@ def imported_trial(
         db_actual_hash=outcome.db_hash,
         action_checks=[dataclasses.asdict(a) for a in actions],
         communicate_checks=[dataclasses.asdict(c) for c in said],
+        env_assertion_checks=[dataclasses.asdict(a) for a in outcome.assertion_checks],
         transcript=transcript(simulation),
         started_at=started,
         finished_at=_time(simulation.get("end_time"), default=started),

@@ -1,6 +1,7 @@
-"""`green-agent rescore`: re-score a tau2 results file (v0.x or v1.0.x) and measure agreement with the
-verdicts it stores, per simulation and in total. The replay and checks are retail_domain's
-(`retail_domain.rescore`); this module adds the NL judge (if one is configured) and the summary."""
+"""`green-agent rescore`: re-score a tau2 results file (v0.x or v1.0.x) of any domain this service runs and
+measure agreement with the verdicts it stores, per simulation and in total. The replay and checks of one
+simulation are in `replay.py`; this module reads the file's domain, adds the NL judge (if one is
+configured) and the summary."""
 
 from __future__ import annotations
 
@@ -8,17 +9,39 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from domain_kit import DomainData
 from domain_kit.tasks import parse_task
 from green_agent.core.errors import InfrastructureError
 from green_agent.core.models import TrialResult
+from green_agent.domains import DEFAULT_DOMAIN
 from green_agent.llm.judge import Judge
 from green_agent.tau2_format.importing import imported_trial, transcript
-from retail_domain import RetailData
-from retail_domain.rescore import Rescorer, SimulationRescore
+from green_agent.tau2_format.replay import Rescorer, SimulationRescore
 
 
 class InvalidResultsFile(ValueError):
     """The document is not a tau2 results file; the message says what is missing."""
+
+
+def file_domain(document: Any) -> str | None:
+    """The domain a results file names (`info.environment_info.domain_name`), or None when it names none."""
+    info = document.get("info") if isinstance(document, dict) else None
+    environment = info.get("environment_info") if isinstance(info, dict) else None
+    name = environment.get("domain_name") if isinstance(environment, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def domain_to_rescore(document: Any, asked: str | None) -> str:
+    """The domain to re-score `document` in: the one it names; `asked` (`--domain`) where it names none, else
+    retail (files of the retail-only versions of this service and tau2 v0 files without info). A file that
+    names another domain than `asked` is refused: its tasks and gold are that domain's."""
+    named = file_domain(document)
+    if named is not None and asked is not None and named != asked:
+        raise InvalidResultsFile(
+            f"the file holds {named} results (its info.environment_info.domain_name), not {asked}; "
+            "leave --domain out or name its domain"
+        )
+    return named or asked or DEFAULT_DOMAIN
 
 
 TAU2_TERMINATION_REASONS = (
@@ -76,6 +99,7 @@ class SimulationAgreement(BaseModel):
     db_agrees: bool | None
     actions_agree: bool | None
     communicate_agrees: bool | None
+    env_assertions_agree: bool | None = None
     replay_mismatches: int
     nl_judged: bool = False
     note: str | None = None
@@ -93,6 +117,8 @@ class AgreementTotals(BaseModel):
     actions_agree: int
     communicate_compared: int
     communicate_agree: int
+    env_assertions_compared: int = 0
+    env_assertions_agree: int = 0
     replay_mismatches: int
 
     @property
@@ -101,6 +127,7 @@ class AgreementTotals(BaseModel):
 
 
 class RescoreReport(BaseModel):
+    domain: str = Field(description="The domain the file was re-scored in.")
     tasks_in_file: int
     judge_model: str | None
     num_trials: int = Field(description="Trials per task, as the file's info states (1 if it does not).")
@@ -111,9 +138,13 @@ class RescoreReport(BaseModel):
     )
 
 
-async def rescore_document(document: Any, data: RetailData, judge: Judge | None = None) -> RescoreReport:
+async def rescore_document(document: Any, data: DomainData, judge: Judge | None = None) -> RescoreReport:
+    """Re-score every simulation of `document` in the domain of `data` (see `domain_to_rescore`)."""
     if not isinstance(document, dict) or not isinstance(document.get("simulations"), list):
         raise InvalidResultsFile("not a tau2 results file: expected an object with a 'simulations' list")
+    named = file_domain(document)
+    if named is not None and named != data.name:
+        raise InvalidResultsFile(f"the file holds {named} results; it cannot be re-scored in {data.name}")
     try:
         file_tasks = [parse_task(raw) for raw in document.get("tasks") or ()]
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -151,6 +182,7 @@ async def rescore_document(document: Any, data: RetailData, judge: Judge | None 
     info = document.get("info")
     num_trials = info.get("num_trials") if isinstance(info, dict) else None
     return RescoreReport(
+        domain=data.name,
         tasks_in_file=len(file_tasks),
         judge_model=judge.llm.endpoint.model if judge is not None else None,
         num_trials=num_trials if isinstance(num_trials, int) and num_trials > 0 else 1,
@@ -173,6 +205,7 @@ def _row(outcome: SimulationRescore, judged: bool, problem: str | None) -> Simul
         db_agrees=outcome.db_match.agrees,
         actions_agree=outcome.action_matches.agrees,
         communicate_agrees=outcome.communicate_met.agrees,
+        env_assertions_agree=outcome.env_assertions_met.agrees,
         replay_mismatches=outcome.replay_mismatches,
         nl_judged=judged,
         note=problem
@@ -194,6 +227,7 @@ def _totals(rows: list[SimulationAgreement], simulations: int, excluded: int) ->
     db = count([r.db_agrees for r in rows])
     actions = count([r.actions_agree for r in rows])
     said = count([r.communicate_agrees for r in rows])
+    held = count([r.env_assertions_agree for r in rows])
     return AgreementTotals(
         simulations=simulations,
         excluded=excluded,
@@ -206,8 +240,10 @@ def _totals(rows: list[SimulationAgreement], simulations: int, excluded: int) ->
         actions_agree=actions[1],
         communicate_compared=said[0],
         communicate_agree=said[1],
+        env_assertions_compared=held[0],
+        env_assertions_agree=held[1],
         replay_mismatches=sum(r.replay_mismatches for r in rows),
     )
 
 
-__all__ = ["InvalidResultsFile", "RescoreReport", "rescore_document"]
+__all__ = ["InvalidResultsFile", "RescoreReport", "domain_to_rescore", "file_domain", "rescore_document"]

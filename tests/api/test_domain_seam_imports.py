@@ -20,17 +20,6 @@ from tests.api.test_import_direction import imported_modules
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = ROOT / "green_agent" / "domains.py"
 
-AWAITING_THE_INTEROP_MOVE = frozenset(
-    {
-        "api/cli/interop.py",
-        "green_agent/tau2_format/export.py",
-        "green_agent/tau2_format/importing.py",
-        "green_agent/tau2_format/rescore.py",
-    }
-)
-"""tau2 interop (export, submission, rescore) is being made domain-generic by its own change (issue 33);
-until it lands these still read retail's modules. Nothing else may join this list."""
-
 
 def domain_packages() -> set[str]:
     """Every domain package at the repository's top: a `*_domain` folder with an `__init__.py`."""
@@ -109,7 +98,6 @@ def test_the_engine_and_the_service_reach_domains_only_through_the_registry() ->
     problems = [
         problem
         for path in modules
-        if path.relative_to(ROOT).as_posix() not in AWAITING_THE_INTEROP_MOVE
         for problem in engine_and_service_problems(path, path.read_text(), packages)
     ]
     assert problems == []

@@ -1,4 +1,5 @@
-"""Our report and tau2's own metrics over our export tell the same numbers, partial assessments included.
+"""Our report and tau2's own metrics over our export tell the same numbers, partial assessments included, in
+retail and airline.
 
 Each assessment runs for real (reference or hostile agent over loopback A2A; scripted customer or the fake
 OpenAI-compatible customer); its trials are exported as a tau2 v1.0.1 results file, checked against
@@ -13,10 +14,13 @@ from typing import Any
 
 import pytest
 
+from domain_kit import DomainData
 from green_agent import AssessmentConfig, AssessmentReport, LLMEndpoint, TaskSelection, TrialResult
+from green_agent.domains import load_domain
 from green_agent.reference_agents import serve_app, serve_reference_agent
 from green_agent.reference_agents.hostile import HostileAgent
 from green_agent.tau2_format import ExportSource, tau2_results
+from green_agent.tau2_format.rescore import rescore_document
 from retail_domain import RetailData
 from tests.engine.conftest import run
 from tests.engine.test_llm_context import RETRIES, customer, passing_judge
@@ -27,7 +31,7 @@ from tests.support.tau2_metrics import upstream_metrics
 
 
 def export(
-    data: RetailData, config: AssessmentConfig, report: AssessmentReport, trials: list[TrialResult]
+    data: DomainData, config: AssessmentConfig, report: AssessmentReport, trials: list[TrialResult]
 ) -> Any:
     source = ExportSource(
         assessment_id="a1",
@@ -143,3 +147,61 @@ async def test_the_nl_component_is_exported_only_where_the_judge_gave_a_verdict(
     else:  # the (fake) judge said the assertion was met: a real verdict on a trial the DB check failed
         assert info["2"]["reward_breakdown"] == {"DB": 0.0, "NL_ASSERTION": 1.0}
         assert [a["met"] for a in info["2"]["nl_assertions"]] == [True]
+
+
+AIRLINE_TASKS = ["0", "1", "11", "14", "23"]
+"""Reads only (0, 1), a flight change and a fact to say (11), cancel + book and facts (14), cancel + 3
+bookings and facts (23)."""
+
+
+async def test_an_airline_assessment_exports_in_airline_with_the_numbers_it_reports(data: RetailData) -> None:
+    """The airline export: its environment, policy, tasks as upstream's results files hold them (without the
+    task file's `annotations`), tool types from airline's read and write sets, DB x COMMUNICATE, and the
+    numbers tau2 computes from it equal ours; re-scoring the file agrees with every stored reward. The
+    oracle solves every task; the hostile agent gives up on 11 and otherwise makes the gold calls without
+    ever stating the facts to communicate (14 and 23 then fail on COMMUNICATE alone)."""
+    airline = load_domain("airline")
+    documents = {}
+    for name in ("oracle", "hostile"):
+        agent = HostileAgent(airline, {"11": []})
+        async with (
+            serve_reference_agent("oracle", data=airline) if name == "oracle" else serve_app(agent.app)
+        ) as url:
+            config = AssessmentConfig(
+                agent_url=url, domain="airline", tasks=TaskSelection(task_ids=AIRLINE_TASKS), trials=2
+            )
+            report, events = await run(data, config)
+        assert report.domain == "airline" and report.complete
+        documents[name] = document = export(airline, config, report, events.results)
+        assert_same_numbers(document, report)
+        rescored = await rescore_document(document, airline)
+        totals = rescored.totals
+        assert rescored.domain == "airline" and totals.replay_mismatches == 0
+        assert totals.rewards_agree == totals.rewards_compared == len(document["simulations"]) == 10
+        assert totals.db_agree == totals.db_compared == 10
+        assert totals.communicate_agree == totals.communicate_compared == 6  # 11, 14, 23 say facts
+
+    oracle, hostile = documents["oracle"], documents["hostile"]
+    info = oracle["info"]["environment_info"]
+    assert (info["domain_name"], info["policy"]) == ("airline", airline.policy)
+    assert [t["id"] for t in oracle["tasks"]] == AIRLINE_TASKS
+    assert all("annotations" not in t for t in oracle["tasks"])
+    assert oracle["tasks"][2]["evaluation_criteria"] == airline.task_document("11")["evaluation_criteria"]
+    assert {s["reward_info"]["reward"] for s in oracle["simulations"]} == {1.0}
+    solved = next(s for s in oracle["simulations"] if s["task_id"] == "14")["reward_info"]
+    assert solved["reward_basis"] == ["DB", "COMMUNICATE"]
+    assert solved["reward_breakdown"] == {"DB": 1.0, "COMMUNICATE": 1.0}
+    assert solved["nl_assertions"] is None and solved["env_assertions"] is None
+    types = {c["action"]["name"]: c["tool_type"] for c in solved["action_checks"]}
+    assert types == {"cancel_reservation": "write", "book_reservation": "write"}
+    reads = next(s for s in oracle["simulations"] if s["task_id"] == "1")["reward_info"]["action_checks"]
+    assert {c["tool_type"] for c in reads} == {"read"}
+
+    breakdowns = {s["task_id"]: s["reward_info"]["reward_breakdown"] for s in hostile["simulations"]}
+    assert breakdowns == {
+        "0": {"DB": 1.0, "COMMUNICATE": 1.0},
+        "1": {"DB": 1.0, "COMMUNICATE": 1.0},
+        "11": {"DB": 0.0, "COMMUNICATE": 0.0},
+        "14": {"DB": 1.0, "COMMUNICATE": 0.0},
+        "23": {"DB": 1.0, "COMMUNICATE": 0.0},
+    }

@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from api.db.engine import create_engine
+from api.db.repository import AssessmentRepository
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData
 from tests.api.cli.test_cli import green_agent
@@ -233,3 +235,83 @@ def test_the_cli_report_table_shows_tokens_and_cost_per_party() -> None:
     assert "user simulator tokens" in text and "200 in / 40 out, 0.0007 USD" in text
     assert "judge tokens" in text and "1000 in / 100 out, cost unknown" in text
     assert "agent (reported)" not in text
+
+
+async def test_airline_beside_retail_export_rescore_and_one_submission(
+    tmp_path: Path, oracle_url: str
+) -> None:
+    """An airline and a retail assessment in one service: the airline export names its domain and loads in
+    tau2's format, `rescore` re-scores it in airline (the domain read from the file), `--domain` refuses
+    the other domain on each command, and one submission carries both domains."""
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'domains.db'}"
+    runs = {"retail": ["0", "10"], "airline": ["11", "14"]}  # no NL assertion scores any of them
+    async with serve_green(database_url) as url, httpx.AsyncClient(base_url=url) as http:
+        ids = {}
+        for domain, tasks in runs.items():
+            body = {"agent_url": oracle_url, "domain": domain, "tasks": {"task_ids": tasks}, "trials": 2}
+            response = await http.post("/assessments", json=body)
+            assert response.status_code in (200, 201, 202), response.text
+            ids[domain] = response.json()["id"]
+        for assessment_id in ids.values():
+            await wait_completed(http, assessment_id)
+        response = await http.get(f"/assessments/{ids['airline']}/export", params={"format": "tau2"})
+        assert response.status_code == 200, response.text
+        exported = tau2_schema.Results.model_validate(response.json())
+    assert exported.info.environment_info.domain_name == "airline"
+    assert [t.id for t in exported.tasks] == ["11", "14"] and len(exported.simulations) == 4
+    assert {s.reward_info.reward for s in exported.simulations if s.reward_info} == {1.0}
+
+    db = ("--database-url", database_url)
+    path = tmp_path / "airline.json"
+    code, output = await green_agent("export", ids["airline"], "--domain", "retail", "-o", str(path), *db)
+    assert code == 1 and f"assessment {ids['airline']} ran the airline domain, not retail" in output
+    code, output = await green_agent("export", ids["airline"], "--domain", "airline", "-o", str(path), *db)
+    assert code == 0 and "tau2 airline results file written" in output, output
+    assert json.loads(path.read_text())["info"]["environment_info"]["domain_name"] == "airline"
+
+    code, output = await green_agent("rescore", str(path), "--json")
+    assert code == 0, output
+    rescored = json.loads(output[output.index("{") :])
+    assert rescored["domain"] == "airline" and rescored["tasks_in_file"] == 2
+    assert rescored["totals"]["rewards_agree"] == rescored["totals"]["rewards_compared"] == 4
+    assert rescored["totals"]["communicate_agree"] == rescored["totals"]["communicate_compared"] == 4
+    code, output = await green_agent("rescore", str(path), "--domain", "retail")
+    assert code == 2 and "the file holds airline results" in output, output
+    # Kept as an assessment (--store), the re-scored file is an airline one wherever it is listed.
+    code, output = await green_agent("rescore", str(path), "--store", *db)
+    assert code == 0, output
+    stored = re.search(r"stored as assessment (\S+) \(source import\)", output)
+    assert stored is not None, output
+    engine = create_engine(database_url)
+    try:
+        imported = await AssessmentRepository(engine).get(stored.group(1))
+    finally:
+        await engine.dispose()
+    assert imported is not None and imported.domain == "airline" and imported.source == "import"
+
+    out = tmp_path / "submission"
+    identity = ("--model-name", "My Agent", "--organization", "Org", "--email", "a@example.com")
+    code, output = await green_agent(
+        "submission", ids["retail"], ids["airline"], *identity, "--domain", "retail", "-o", str(out), *db
+    )
+    assert code == 1 and "ran the airline domain, not retail" in output, output
+    code, output = await green_agent(
+        "submission", ids["retail"], ids["airline"], *identity, "-o", str(out), *db
+    )
+    assert code == 0, output
+    assert "retail: only 2 of 114 retail tasks" in output and "airline: only 2 of 50 airline tasks" in output
+    submission = tau2_schema.Submission.model_validate_json((out / "submission.json").read_text())
+    assert submission.trajectory_files == {
+        "retail": "my-agent_retail_default_scripted_2trials.json",
+        "airline": "my-agent_airline_default_scripted_2trials.json",
+    }
+    assert submission.results.retail and submission.results.airline
+    assert (submission.results.airline.pass_1, submission.results.airline.pass_2) == (100.0, 100.0)
+    for domain, name in submission.trajectory_files.items():
+        trajectories = tau2_schema.Results.model_validate_json((out / "trajectories" / name).read_text())
+        assert trajectories.info.environment_info.domain_name == domain
+        assert trajectories.info.agent_info.llm == "My Agent"
+    code, output = await green_agent(
+        "submission", ids["retail"], ids["retail"], *identity, "-o", str(out), *db
+    )
+    assert code == 1 and "both ran retail" in output, output
