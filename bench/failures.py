@@ -97,12 +97,13 @@ def main() -> int:
         result = failed_trial(task, calls)
         gold_failed = {index for index, _, _ in data.gold(task.id).failed_calls}
         tool_calls = [ToolCall(c.name, c.arguments) for c in trial_calls_with_results(result)]
-        failures = classify_trial(task, result, gold_failed=gold_failed)
+        options: dict[str, Any] = {"write_tools": WRITE_TOOLS, "gold_failed": gold_failed}
+        failures = classify_trial(task, result, **options)
         rows.append(
             [
                 name,
                 len(calls),
-                f"{median_ms(lambda: classify_trial(task, result, gold_failed=gold_failed)):.2f}",  # noqa: B023
+                f"{median_ms(lambda: classify_trial(task, result, **options)):.2f}",  # noqa: B023
                 f"{median_ms(lambda: check_actions(task.gold_actions, tool_calls, WRITE_TOOLS)):.2f}",  # noqa: B023
                 len(failures),
             ]

@@ -1,4 +1,4 @@
-"""Assessment engine: runs tau2 retail trials against a remote A2A white agent and scores them.
+"""Assessment engine: runs tau2 trials (retail, airline) against a remote A2A white agent and scores them.
 
 Drive it from Python in a few lines (here against the built-in oracle agent, with the scripted customer):
 
@@ -6,22 +6,23 @@ Drive it from Python in a few lines (here against the built-in oracle agent, wit
 
     from green_agent import AssessmentConfig, Engine, EngineSettings, TaskSelection
     from green_agent.reference_agents import serve_reference_agent
-    from retail_domain import load_retail_data
 
 
     async def main() -> None:
-        data = load_retail_data()
-        config_tasks = TaskSelection(split="test", num_tasks=5)  # leave out for all 114 tasks
+        config_tasks = TaskSelection(split="test", num_tasks=5)  # leave out for the whole split
         async with (
-            serve_reference_agent("oracle", data=data) as agent_url,
-            Engine(EngineSettings(), data) as engine,
+            serve_reference_agent("oracle") as agent_url,
+            Engine(EngineSettings()) as engine,
         ):
-            config = AssessmentConfig(agent_url=agent_url, tasks=config_tasks, trials=2)
+            config = AssessmentConfig(agent_url=agent_url, domain="retail", tasks=config_tasks, trials=2)
             report = await engine.run(config)
         print(report.pass_hat_k, report.avg_reward, report.termination_counts)
 
 
     asyncio.run(main())
+
+The domain is "retail" or "airline" (`green_agent.domains.domain_names()`); the engine loads it through its
+registry on first use, once per process.
 
 For a real run, point `agent_url` at your agent and configure an LLM user and judge in `EngineSettings`
 (`user_models={"gpt-4.1": LLMEndpoint(model="gpt-4.1-2025-04-14")}`, `default_user_model="gpt-4.1"`,

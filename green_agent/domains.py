@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
+from types import ModuleType
 from typing import cast
 
 from domain_kit.protocols import DomainData
@@ -51,3 +52,9 @@ def load_domain(name: str, data_dir: str | os.PathLike[str] | None = None) -> Do
     package = importlib.import_module(DOMAIN_PACKAGES[check_domain(name)])
     loader = cast(Callable[[str | os.PathLike[str] | None], DomainData], package.load_data)
     return loader(data_dir)
+
+
+def domain_module(name: str, module: str) -> ModuleType:
+    """A module of the named domain's package (e.g. retail's `replay`, its command-line tool), imported on
+    demand: for the few tools that are one domain's own."""
+    return importlib.import_module(f"{DOMAIN_PACKAGES[check_domain(name)]}.{module}")

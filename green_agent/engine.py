@@ -99,6 +99,9 @@ class Engine:
         self.settings = settings
         self._domains: dict[str, DomainData] = {data.name: data} if data is not None else {}
         self._domain_lock = threading.Lock()
+        self.domain_loaded: list[Callable[[DomainData], None]] = []
+        """Called with each domain this engine loads, once, right after (in the loading thread): the service
+        moves the long-lived data out of the garbage collector's reach."""
         self._resolver = resolver
         self._pools: dict[EgressPolicy, WhiteAgentPool] = {}
         # One HTTP client per endpoint and key: both come from the operator's settings only (a request picks
@@ -195,7 +198,14 @@ class Engine:
                 found = self._domains.get(name)
                 if found is None:
                     found = self._domains[name] = load_domain(name, self.settings.data_dirs.get(name))
+                    for listener in self.domain_loaded:
+                        listener(found)
         return found
+
+    @property
+    def loaded_domains(self) -> dict[str, DomainData]:
+        """The domains loaded so far, by name (a copy)."""
+        return dict(self._domains)
 
     async def load_domain(self, name: str) -> DomainData:
         """`domain(name)`, with the first load in a thread (airline's DB is 7 MB of JSON)."""

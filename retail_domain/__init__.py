@@ -21,9 +21,9 @@ from domain_kit import (
     is_clean_exit,
     score_trial,
 )
+from domain_kit.diff import Difference, db_differences
 
 from .data import ENV_VAR, EXPECTED_SHA256, DataError
-from .diff import Difference, db_differences
 from .environment import RetailEnvironment
 from .loader import DOMAIN_NAME, RetailData, load_retail_data
 from .schemas import GENERIC_TOOLS, READ_TOOLS, TOOL_NAMES, TOOL_SCHEMAS, WRITE_TOOLS

@@ -26,102 +26,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from domain_kit.calls import ToolCall
+from domain_kit.replay import InputError, ParsedCall, parse_calls, replay_calls
+
 from .data import DataError
-from .diff import db_differences
-from .environment import RetailEnvironment, ToolCall, ToolResult
-from .loader import RetailData, load_retail_data
+from .loader import load_retail_data
 
-
-class InputError(ValueError):
-    """The calls file is not in a supported shape."""
-
-
-@dataclass(frozen=True)
-class ParsedCall:
-    name: str
-    arguments: Any
-    problem: str | None = None  # set when the entry could not be turned into a call
-
-
-def parse_calls(document: Any) -> list[ParsedCall]:
-    """Accept a list of calls in either supported shape (or an object wrapping one)."""
-    if isinstance(document, dict):
-        for key in ("tool_calls", "calls"):
-            if isinstance(document.get(key), list):
-                document = document[key]
-                break
-    if not isinstance(document, list):
-        raise InputError("expected a JSON list of tool calls (or an object with a 'tool_calls' list)")
-    calls: list[ParsedCall] = []
-    for index, entry in enumerate(document):
-        if not isinstance(entry, dict):
-            raise InputError(f"entry {index} is not an object")
-        nested = entry.get("function")
-        function: dict[str, Any] = nested if isinstance(nested, dict) else entry
-        name = function.get("name")
-        if not isinstance(name, str):
-            raise InputError(f"entry {index} has no tool name")
-        arguments = function.get("arguments", {})
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                calls.append(ParsedCall(name, arguments, f"arguments are not valid JSON: {exc}"))
-                continue
-        calls.append(ParsedCall(name, arguments if arguments is not None else {}))
-    return calls
-
-
-def _run(env: RetailEnvironment, call: ParsedCall) -> ToolResult:
-    if call.problem is not None:
-        return ToolResult(f"Error: {call.problem}", True)
-    return env.call(call.name, call.arguments)
+__all__ = ["InputError", "ParsedCall", "calls_from_tool_calls", "main", "parse_calls", "replay"]
 
 
 def replay(
     task_id: str, calls: list[ParsedCall], data_dir: str | None = None, normalize_ids: bool = False
 ) -> dict[str, Any]:
-    """Run the calls and return the report (the --json output)."""
-    return replay_with(load_retail_data(data_dir), task_id, calls, normalize_ids=normalize_ids)
-
-
-def replay_with(
-    data: RetailData, task_id: str, calls: list[ParsedCall], normalize_ids: bool = False
-) -> dict[str, Any]:
-    """`replay` over data already loaded (the web UI replays stored trials with the service's data)."""
-    task = data.task(task_id)
-    env = data.new_environment(normalize_ids=normalize_ids)
-    results = []
-    for index, call in enumerate(calls):
-        result = _run(env, call)
-        results.append(
-            {
-                "index": index,
-                "name": call.name,
-                "arguments": call.arguments,
-                "error": result.error,
-                "content": result.content,
-            }
-        )
-    gold = data.gold(task.id)
-    gold_env = data.new_environment()
-    for action in gold.actions:
-        gold_env.call_tool(action)
-    actual_hash = env.db_hash()
-    return {
-        "task_id": task.id,
-        "calls": results,
-        "db_hash": actual_hash,
-        "gold_db_hash": gold.db_hash,
-        "initial_db_hash": data.initial_db_hash(),
-        "matched": actual_hash == gold.db_hash,
-        "differences": [asdict(d) for d in db_differences(env, gold_env)],
-        "gold_failed_calls": [list(entry) for entry in gold.failed_calls],
-    }
+    """Run the calls on retail's data and return the report (the --json output; domain_kit.replay)."""
+    return replay_calls(load_retail_data(data_dir), task_id, calls, normalize_ids=normalize_ids)
 
 
 def _compact(value: Any) -> str:

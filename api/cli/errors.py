@@ -1,6 +1,6 @@
 """What `green-agent` prints when an expected operational failure stops a command: one or two lines saying
 what is wrong and what to do, and the exit code of api/cli/exit_codes.py. A database that is missing, down or
-refusing the login, a malformed setting or option, retail data that fails its checksum: none of these is a
+refusing the login, a malformed setting or option, a domain's data that fails its checksum: none of these is a
 bug, so none prints a traceback. Anything else is one, and keeps its traceback; `--debug` shows it for all.
 """
 
@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from api.cli.exit_codes import ExitCode
-from retail_domain.data import DataError
+from domain_kit import DataError
 
 # SQLSTATE classes of PostgreSQL errors that are the operator's to fix, with what to do about them.
 _DATABASE_FIXES = {
@@ -40,7 +40,7 @@ def explain(exc: BaseException, database: str) -> Explained | None:
     if isinstance(exc, ValidationError):
         return Explained(f"invalid settings: {validation_summary(exc)}", ExitCode.USAGE)
     if isinstance(exc, DataError):
-        return Explained(f"retail data: {exc}", ExitCode.FAILED)
+        return Explained(f"tau2 data: {exc}", ExitCode.FAILED)
     if isinstance(exc, DBAPIError):
         return _database_error(exc, database)
     if isinstance(exc, (ConnectionError, socket.gaierror, TimeoutError)):

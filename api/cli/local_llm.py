@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from api.cli.exit_codes import ExitCode
 from api.settings import DEFAULT_DATABASE_URL, ModelSpec, Settings
+from domain_kit import DomainData
 from green_agent.config import EngineSettings
-from retail_domain import RetailData
 
 if TYPE_CHECKING:
     from green_agent.llm.local import LocalLLMServer
@@ -152,7 +152,7 @@ def export_lines(server: LocalLLMServer) -> list[str]:
     return [f"export {name}={shlex.quote(value)}" for name, value in settings.items()]
 
 
-def judged_short_tasks(data: RetailData, count: int) -> list[str]:
+def judged_short_tasks(data: DomainData, count: int) -> list[str]:
     """The `count` base-split tasks with NL assertions and the fewest gold actions (ties: lower id first).
     On a small CPU model a judge prompt costs minutes per thousand tokens, and it holds every tool result."""
     base = data.splits["base"]

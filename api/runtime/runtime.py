@@ -1,9 +1,13 @@
 """Everything one process needs to run assessments, opened and closed in the right order.
 
-Used by the web app's lifespan and by the CLI (`run`, `demo`, `worker`): database (migrated), verified
-retail data, the engine, the trial queue, the service, the SDK's A2A task store in the same database, and
-(unless turned off) a queue worker that runs trials in this process. On PostgreSQL the progress relay carries
-events between processes.
+Used by the web app's lifespan and by the CLI (`run`, `demo`, `worker`): database (migrated), the default
+domain's verified data, the engine, the trial queue, the service, the SDK's A2A task store in the same
+database, and (unless turned off) a queue worker that runs trials in this process. On PostgreSQL the progress
+relay carries events between processes.
+
+Domains are reached through the engine (`runtime.engine.domain(name)`, or from async code
+`await runtime.engine.load_domain(name)`): the default one is loaded at start-up (a broken data install stops
+the start, and the first request is not kept waiting), every other one on first use, once per process.
 """
 
 from __future__ import annotations
@@ -34,20 +38,33 @@ from api.runtime.service import AssessmentService
 from api.security.quotas import QuotaPolicy
 from api.security.tenancy import TenantTaskStore
 from api.settings import Settings, default_of
+from domain_kit import DomainData
+from green_agent.domains import DEFAULT_DOMAIN
 from green_agent.engine import Engine
 from green_agent.white_agent.egress import EgressPolicy
-from retail_domain import RetailData, load_retail_data
 
 logger = logging.getLogger(__name__)
 
 
 @functools.cache
 def freeze_startup_objects() -> None:
-    """Once per process, after the retail data is loaded: collect, then move every object alive so far out of
-    the garbage collector's reach. The data lives as long as the process, and each full collection walked
-    all of it: a pause of ~150 ms of event loop at random moments (bench/hostile_load.py found it)."""
+    """Once per process, after the default domain's data is loaded: collect, then move every object alive so
+    far out of the garbage collector's reach. The data lives as long as the process, and each full collection
+    walked all of it: a pause of ~150 ms of event loop at random moments (bench/hostile_load.py found it)."""
     gc.collect()
     gc.freeze()
+
+
+@functools.cache
+def _freeze_domain(name: str) -> None:
+    gc.collect()
+    gc.freeze()
+
+
+def freeze_domain(data: DomainData) -> None:
+    """The same for a domain loaded later, on first use (once per domain and process): airline's parsed DB
+    alone is ~25 MiB of objects that no collection should walk again."""
+    _freeze_domain(data.name)
 
 
 @dataclass
@@ -55,7 +72,6 @@ class Runtime:
     settings: Settings
     database: AsyncEngine
     repository: AssessmentRepository
-    data: RetailData
     engine: Engine
     service: AssessmentService
     task_store: DatabaseTaskStore
@@ -178,15 +194,15 @@ async def open_runtime(
         task_store = task_store or TenantTaskStore(database)
         async with schema_lock(database):  # the SDK creates its table if missing: one replica at a time
             await task_store.initialize()
-        # Parsing and hashing the data files takes a moment of CPU: keep the event loop free.
-        data = await asyncio.to_thread(load_retail_data, settings.data_dir)
-        freeze_startup_objects()
         repository = AssessmentRepository(database)
         AGENT_HOSTS.max_entries = settings.metrics_agent_hosts
         run_worker = settings.worker_enabled if worker is None else worker
-        async with (
-            Engine(settings.engine_settings(), data) as engine,
-            open_service(
+        async with Engine(settings.engine_settings()) as engine:
+            # Parsing and hashing the data files takes a moment of CPU: keep the event loop free.
+            await engine.load_domain(DEFAULT_DOMAIN)
+            freeze_startup_objects()
+            engine.domain_loaded.append(freeze_domain)
+            async with open_service(
                 settings.database_url,
                 QueueSettings.from_settings(settings),
                 repository,
@@ -198,9 +214,8 @@ async def open_runtime(
                 stream_queue_events=settings.stream_queue_events,
                 relay_settings=RelaySettings.from_settings(settings),
                 open_assessments=settings.open_assessments,
-            ) as service,
-        ):
-            yield Runtime(settings, database, repository, data, engine, service, task_store, run_worker)
+            ) as service:
+                yield Runtime(settings, database, repository, engine, service, task_store, run_worker)
     finally:
         if owns_database:
             await database.dispose()

@@ -59,6 +59,7 @@ from api.runtime.queue import TrialQueue, is_transient
 from api.security.auth import Principal
 from api.security.quotas import QuotaPolicy
 from api.settings import default_of
+from domain_kit import DataError, DomainData, TerminationReason
 from green_agent.config import (
     SCRIPTED_USER,
     AssessmentConfig,
@@ -89,7 +90,6 @@ from green_agent.scoring.metrics import (
 )
 from green_agent.scoring.uncertainty import Comparison, NoSharedTasks, compare
 from green_agent.white_agent.egress import EgressPolicy
-from retail_domain import TerminationReason
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -208,6 +208,11 @@ class AssessmentEngine(Protocol):
 
     settings: EngineSettings
 
+    async def load_domain(self, name: str) -> DomainData:
+        """The named domain's data, loaded on first use (in a thread: it parses and hashes files); the
+        synchronous methods below need the config's domain loaded first."""
+        ...
+
     def validate(self, config: AssessmentConfig) -> list[str]:
         """The selected task ids; raises ConfigError saying what to change."""
         ...
@@ -247,7 +252,19 @@ class AssessmentNotFound(LookupError):
 
 
 class NotComparable(ValueError):
-    """Two assessments without a scored task in common; the message says so (REST 409)."""
+    """Two assessments of different domains, or without a scored task in common; the message says which
+    (REST 409)."""
+
+
+def domain_mismatch(a: AssessmentRecord, b: AssessmentRecord) -> str | None:
+    """Why two assessments cannot be compared task by task when they assess different domains (task ids
+    repeat across domains: retail's task 5 is not airline's), in one line; None when they share one."""
+    if a.domain == b.domain:
+        return None
+    return (
+        f"assessments {a.id} ({a.domain}) and {b.id} ({b.domain}) assess different domains; compare two "
+        "assessments of the same domain"
+    )
 
 
 class NothingToRerun(ValueError):
@@ -356,6 +373,13 @@ class AssessmentService:
         self.finish_listeners: list[Callable[[AssessmentRecord], Awaitable[None]]] = []
         queue.register(self._run_trial_job)
 
+    async def _config(self, record: AssessmentRecord) -> AssessmentConfig:
+        """The stored config (`_config_of`), its domain loaded on this process's engine (once per process,
+        in a thread): what the engine's synchronous methods (validate, trial_keys, ...) need."""
+        config = _config_of(record)
+        await self._engine.load_domain(config.domain)
+        return config
+
     # -- creating and starting ----------------------------------------------------------------------------
 
     async def create(
@@ -384,6 +408,7 @@ class AssessmentService:
         model's `max_steps`, if the operator gave it one, and a warning saying so. `rerun_of`: the assessment
         whose failed tasks this one reruns (`rerun_failed`), kept so each links to the other."""
         config, step_limit = with_model_step_limit(config, self._engine.settings)
+        await self._engine.load_domain(config.domain)
         task_ids = self._engine.validate(config)
         refusal = self._egress_policy(allow_private_agents).url_refusal(config.agent_url)
         if refusal is not None:
@@ -394,6 +419,7 @@ class AssessmentService:
             agent_url=config.agent_url,
             trials_total=trials_total,
             source=source,
+            domain=config.domain,
             warnings=[
                 *notes,
                 *step_limit,
@@ -447,7 +473,7 @@ class AssessmentService:
             # Nothing ran yet: an unreachable user or judge model fails it now, in one line, rather than
             # each trial after its retries (minutes of "0 scored" on a large assessment).
             try:
-                await self._engine.check_llms(_config_of(record))
+                await self._engine.check_llms(await self._config(record))
             except LLMUnavailableError as exc:
                 logger.info("assessment %s failed: %s", record.id, exc)
                 await self._finish(record.id, FAILED, error=str(exc))
@@ -458,7 +484,7 @@ class AssessmentService:
         """Queue the assessment's next trials, longest first, until `concurrency` of them are waiting or
         running (not counting `ending`, the trial of the job that calls this and is about to end); finish
         the assessment when nothing is left to run. One process at a time per assessment (`exclusive`)."""
-        config = _config_of(record)
+        config = await self._config(record)
         order = self._engine.longest_first(config, self._engine.trial_keys(config))
         async with self.queue.exclusive(record.id) as connection:
             # Queued first, stored second: a trial that ends in between is then seen in one or the other.
@@ -498,10 +524,11 @@ class AssessmentService:
         resumed = []
         for record in records:
             try:
-                config = _config_of(record)
+                config = await self._config(record)
                 self._engine.validate(config)
-            except (ValueError, ConfigError) as exc:
-                # The operator's settings changed since (e.g. a user model was removed): say so, do not loop.
+            except (ValueError, ConfigError, DataError) as exc:
+                # The operator's settings changed since (e.g. a user model was removed, or a domain's data):
+                # say so, do not loop.
                 await self._finish(record.id, FAILED, error=f"cannot resume with the current settings: {exc}")
                 continue
             if await self.start(record):
@@ -549,7 +576,7 @@ class AssessmentService:
         return opening
 
     async def _open_now(self, record: AssessmentRecord) -> _Opened:
-        config = _config_of(record)
+        config = await self._config(record)
         assessment_id = record.id
         turns = TurnClock(agent_host(config.agent_url))
 
@@ -758,7 +785,7 @@ class AssessmentService:
     async def _report(self, record: AssessmentRecord) -> AssessmentReport:
         """The report over the stored trials, in report order; trials never run (a cancelled assessment)
         count as `not_run`."""
-        config = _config_of(record)
+        config = await self._config(record)
         trials = await self.repository.trial_results(record.id, transcripts=False)  # a report reads none
         keys = self._engine.trial_keys(config)
         order = {key: i for i, key in enumerate(keys)}
@@ -844,9 +871,13 @@ class AssessmentService:
 
     async def compare(self, a_id: str, b_id: str, *, tenant: str | None = None) -> Comparison:
         """A against B, paired by task over the tasks both scored (green_agent.scoring.uncertainty). Raises
-        AssessmentNotFound (unknown, or another tenant's), NotComparable (no scored task in common)."""
+        AssessmentNotFound (unknown, or another tenant's), NotComparable (different domains, or no scored
+        task in common)."""
         a = await self.get(a_id, tenant=tenant)
         b = await self.get(b_id, tenant=tenant)
+        refusal = domain_mismatch(a, b)
+        if refusal is not None:
+            raise NotComparable(refusal)
         scores_a = task_scores(await self.repository.trial_summaries(a.id))
         scores_b = task_scores(await self.repository.trial_summaries(b.id))
         try:
@@ -882,7 +913,7 @@ class AssessmentService:
         fixed = sorted(RERUN_FIXED & set(overrides))
         if fixed:
             raise ConfigError(f"a rerun of what failed runs the failed tasks; leave out {', '.join(fixed)}")
-        config = _config_of(record)
+        config = await self._config(record)
         planned = self._engine.validate(config)
         trials = await self.repository.trial_summaries(record.id)
         tasks = tasks_not_fully_solved(planned, trials, config.trials)
@@ -922,7 +953,7 @@ class AssessmentService:
         """What a retry of this finished assessment would run again and judge again (`retry` does it; the web
         UI says it before the button is pressed). Raises NothingToRetry when there is nothing left to do or
         the assessment cannot run with the current settings."""
-        config = _config_of(record)
+        config = await self._config(record)
         try:
             keys = self._engine.trial_keys(config)
         except ConfigError as exc:

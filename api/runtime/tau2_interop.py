@@ -133,6 +133,7 @@ async def store_rescore(runtime: Runtime, name: str, rescored: RescoreReport) ->
             trials_total=len(trials),
             source=IMPORT_SOURCE,
             warnings=warnings,
+            domain=rescored.domain,
         )
     )
     skipped = 0

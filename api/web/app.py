@@ -41,11 +41,13 @@ from api.web.a2a.wire import whole_counts_route
 from api.web.request_limits import RequestGuard, validation_error_handler
 from api.web.routes import assessments, events, health, metrics, trials
 from api.web.ui import routes as ui
+from green_agent.domains import domain_names
 
 logger = logging.getLogger(__name__)
 
-DESCRIPTION = """\
-Assesses customer-service agents (white agents, reached over A2A) on the tau2-bench retail domain.
+DESCRIPTION = f"""\
+Assesses customer-service agents (white agents, reached over A2A) on tau2-bench domains \
+({", ".join(domain_names())}).
 
 Two doors to the same assessments: this REST API, and A2A (agent card at `/.well-known/agent-card.json`,
 JSON-RPC at `/`, REST binding under `/a2a`) for AgentBeats-style requests.
@@ -98,7 +100,7 @@ def create_app(settings: Settings) -> FastAPI:
             await database.dispose()
 
     app = FastAPI(
-        title="tau2 retail green agent",
+        title="tau2 green agent",
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
@@ -147,7 +149,7 @@ def create_app(settings: Settings) -> FastAPI:
             return RedirectResponse("/ui", status_code=status.HTTP_303_SEE_OTHER)
         return JSONResponse(
             {
-                "service": "tau2 retail green agent",
+                "service": "tau2 green agent",
                 "version": __version__,
                 "ui": "/ui",
                 "api_docs": "/docs",

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from api.db.repository import AssessmentRecord, Attempt, TrialSummary
 from green_agent.config import MAX_URL_CHARS, OneLine, agent_url_problem
-from green_agent.core.models import AssessmentReport
+from green_agent.core.models import AssessmentReport, TrialResult
 from green_agent.scoring.failures import kinds
 
 MAX_OFFSET = 2**31 - 1
@@ -57,6 +57,7 @@ class AssessmentPublic(BaseModel):
 
     id: str
     status: str = Field(description="queued, running, completed, failed or cancelled")
+    domain: str = Field(description="The tau2 domain assessed: retail, airline, ...")
     agent_url: str
     agent_name: str | None = Field(
         default=None,
@@ -104,6 +105,7 @@ class AssessmentPublic(BaseModel):
         return cls(
             id=record.id,
             status=record.status,
+            domain=record.domain,
             agent_url=record.agent_url,
             agent_name=record.agent_name,
             source=record.source,
@@ -172,6 +174,16 @@ class TrialSummaryPublic(BaseModel):
         )
 
 
+class TrialPublic(TrialResult):
+    """One trial in full, with the domain of its assessment (task ids repeat across domains)."""
+
+    domain: str = Field(description="The tau2 domain of the trial's task: retail, airline, ...")
+
+    @classmethod
+    def of(cls, result: TrialResult, domain: str) -> TrialPublic:
+        return cls.model_validate({**dict(result), "domain": domain})
+
+
 class TrialsPage(BaseModel):
     data: list[TrialSummaryPublic]
     count: int
@@ -194,7 +206,12 @@ class Readiness(BaseModel):
     status: str = Field(description="ready or not_ready")
     database: str
     data: str
-    tasks: int | None = None
+    tasks: int | None = Field(default=None, description="The tasks of the default domain (retail).")
+    domains: dict[str, int | None] = Field(
+        default_factory=dict,
+        description="Every domain this service runs, with its task count once this process has loaded it "
+        "(the default one at start-up, the others on first use); null before.",
+    )
     detail: str | None = None
 
 

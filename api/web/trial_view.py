@@ -1,6 +1,6 @@
 """One stored trial as the REST API and the UI show it: its failures classified afresh (with each DB field
-that differs from gold), by `green_agent.scoring.diagnosis.diagnose`, in a thread (it replays the trial's
-calls)."""
+that differs from gold), by `green_agent.scoring.diagnosis.diagnose` over the assessment's domain, in a thread
+(it replays the trial's calls)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ class DiagnosedTrial:
     replay: TrialReplay | None
 
 
-async def diagnosed_trial(runtime: Runtime, result: TrialResult) -> DiagnosedTrial:
+async def diagnosed_trial(runtime: Runtime, domain: str, result: TrialResult) -> DiagnosedTrial:
+    """`result`, a trial of an assessment of `domain`, diagnosed on that domain's data."""
+    data = await runtime.engine.load_domain(domain)
     diagnosis = await asyncio.to_thread(
         diagnose,
-        runtime.data,
+        data,
         result,
         normalize_ids=runtime.settings.normalize_ids,
         limits=runtime.engine.settings.limits,

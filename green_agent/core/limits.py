@@ -30,8 +30,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domain_kit import TerminationReason
 from green_agent.core.errors import InfrastructureError, LLMContextTooLong, LLMRefusedConversation
-from retail_domain import TerminationReason
 
 KIB = 1024
 TRUNCATION_MARKER = "…[truncated by the green agent: {what} over {limit} bytes]"

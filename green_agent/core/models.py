@@ -104,6 +104,7 @@ FailureKind = Literal[
     "wrong_arguments",
     "extra_write",
     "db_difference",
+    "env_assertion",
     "nl_assertion",
     "tool_errors",
 ]

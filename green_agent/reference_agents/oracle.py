@@ -17,6 +17,7 @@ actions are done (`###STOP###` after its closing text): a small model playing th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import re
 from collections import OrderedDict
@@ -46,6 +47,16 @@ class _Session:
     stops: bool = False
 
 
+def _named(incoming: Incoming) -> tuple[str, str, re.Match[str] | None]:
+    """The task id and domain the customer named (the scripted customer's opening line, or the demo's
+    metadata), and the opening line's match (None: told by metadata)."""
+    match = _TASK_NAMED.search(incoming.text)
+    if match is not None:
+        return match.group(1), match.group(2) or DEFAULT_DOMAIN, match
+    task_id = str(incoming.metadata.get(TASK_ID_KEY, ""))
+    return task_id, str(incoming.metadata.get(DOMAIN_KEY, DEFAULT_DOMAIN)), None
+
+
 class OracleExecutor(AgentExecutor):
     def __init__(
         self, data: DomainData | None = None, delay_s: float = 0.0, *, state_facts: bool = True
@@ -57,26 +68,19 @@ class OracleExecutor(AgentExecutor):
         self._state_facts = state_facts
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
 
-    def _domain(self, name: str) -> DomainData | None:
-        found = self._domains.get(name)
-        if found is None:
-            try:
-                found = self._domains[name] = load_domain(name)  # once per domain, on first use
-            except (UnknownDomainError, KeyError):
-                return None
-        return found
+    async def _load(self, name: str) -> None:
+        """Load a domain the customer named, once, on first use, in a thread (airline parses 7 MB)."""
+        if name not in self._domains:
+            # A name this service does not run is left out: the session is refused below.
+            with contextlib.suppress(UnknownDomainError, KeyError):
+                self._domains[name] = await asyncio.to_thread(load_domain, name)
 
     def _session(self, context_id: str, incoming: Incoming) -> _Session | None:
         session = self._sessions.get(context_id)
         if session is not None:
             return session
-        match = _TASK_NAMED.search(incoming.text)
-        if match is not None:
-            task_id, domain_name = match.group(1), match.group(2) or DEFAULT_DOMAIN
-        else:
-            task_id = str(incoming.metadata.get(TASK_ID_KEY, ""))
-            domain_name = str(incoming.metadata.get(DOMAIN_KEY, DEFAULT_DOMAIN))
-        domain = self._domain(domain_name)
+        task_id, domain_name, match = _named(incoming)
+        domain = self._domains.get(domain_name)
         if domain is None or task_id not in domain.tasks:
             return None
         task = domain.tasks[task_id]
@@ -96,6 +100,8 @@ class OracleExecutor(AgentExecutor):
             await asyncio.sleep(self._delay_s)
         incoming = Incoming.of(context.message)
         context_id = context.context_id or ""
+        if context_id not in self._sessions:
+            await self._load(_named(incoming)[1])
         session = self._session(context_id, incoming)
         if session is None:
             parts = text_parts(incoming.structured, UNKNOWN_TEXT)

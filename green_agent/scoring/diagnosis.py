@@ -1,5 +1,6 @@
-"""Why did a trial fail its DB check? Replays the trial's stored tool calls on a fresh environment and diffs
-the result against the task's gold outcome (the same computation as `green-agent replay`, on a stored trial).
+"""Why did a trial fail its DB check? Replays the trial's stored tool calls (both parties', in order) on a
+fresh environment of its domain and diffs the result against the task's gold outcome (domain_kit.replay: the
+same computation as `retail-replay`, on a stored trial).
 
 The replay is deterministic: the tools depend only on the DB and the arguments, so replaying the calls in
 transcript order rebuilds the trial's final DB. `reproduced` says whether it did (the replayed hash equals the
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from domain_kit import DomainData
+from domain_kit.diff import Difference
+from domain_kit.replay import ParsedCall, replay_calls
 from green_agent.core.limits import AgentLimits
 from green_agent.core.models import Failure, TrialResult
+from green_agent.core.trial import trajectory_calls
 from green_agent.scoring.failures import classify_trial, is_failed
-from retail_domain import Difference, RetailData
-from retail_domain.replay import ParsedCall, replay_with
 
 
 @dataclass(frozen=True)
@@ -33,20 +36,19 @@ class TrialReplay:
 
 
 def trial_calls(result: TrialResult) -> list[ParsedCall]:
-    """The tool calls the white agent made, in the order the trial executed them."""
+    """The tool calls of the trial in the order it executed them: the white agent's, and in dual control the
+    customer's (each with who made it)."""
     return [
-        ParsedCall(call.name, call.arguments)
-        for message in result.transcript
-        if message.role == "assistant" and message.tool_calls
-        for call in message.tool_calls
+        ParsedCall(call.name, call.arguments, requestor=call.requestor)
+        for call in trajectory_calls(result.transcript)
     ]
 
 
-def replay_trial(data: RetailData, result: TrialResult, *, normalize_ids: bool = False) -> TrialReplay:
-    """Replay a stored trial's calls on a fresh DB and compare with gold (CPU only, about a millisecond per
-    call; callers on an event loop run it in a thread)."""
+def replay_trial(data: DomainData, result: TrialResult, *, normalize_ids: bool = False) -> TrialReplay:
+    """Replay a stored trial's calls on a fresh environment of its task and compare with gold (CPU only, about
+    a millisecond per call; callers on an event loop run it in a thread)."""
     calls = trial_calls(result)
-    report = replay_with(data, result.task_id, calls, normalize_ids=normalize_ids)
+    report = replay_calls(data, result.task_id, calls, normalize_ids=normalize_ids)
     return TrialReplay(
         task_id=result.task_id,
         calls=len(calls),
@@ -69,10 +71,11 @@ class Diagnosis:
 
 
 def diagnose(
-    data: RetailData, result: TrialResult, *, normalize_ids: bool = False, limits: AgentLimits | None = None
+    data: DomainData, result: TrialResult, *, normalize_ids: bool = False, limits: AgentLimits | None = None
 ) -> Diagnosis:
-    """Replay a failed trial's calls when its DB differs from gold, and classify what went wrong (CPU only:
-    callers on an event loop run it in a thread). A task no longer in the data keeps its stored failures."""
+    """Replay a failed trial's calls when its DB differs from gold, and classify what went wrong on the
+    trial's domain (`data`; CPU only: callers on an event loop run it in a thread). A task no longer in the
+    data keeps its stored failures."""
     task = data.tasks.get(result.task_id)
     if task is None:
         return Diagnosis(result.failures, None)
@@ -85,6 +88,7 @@ def diagnose(
     failures = classify_trial(
         task,
         result,
+        write_tools=data.write_tools,
         gold_failed=gold_failed,
         limits=limits,
         differences=replay.differences if replay is not None else None,

@@ -1,12 +1,15 @@
 """What went wrong in a failed trial, in the agent's terms: which gold write is missing, which argument of a
 gold action differs (what gold expects, what the agent sent), which write the task did not want, which tool
-calls failed, why the conversation ended, which NL assertion the judge found unmet.
+calls failed, why the conversation ended, which NL assertion the judge found unmet, which env assertion did
+not hold (what it expected and what it found).
 
-Computed from the trial alone (its tool calls and their results, its termination, the judge's verdicts) and
-the task's gold actions, with retail_domain's ACTION semantics (`action_matches`, as `check_actions` uses
-it): no LLM, no replay, a few microseconds per call. The engine classifies each trial as it scores it (the
-stored `TrialResult.failures`, what lists and the CSV count); a page showing one trial classifies it again and
-gives each DB field that differs from gold (`diagnosis.replay_trial`) where no call explains the difference.
+Computed from the trial alone (its tool calls and their results, its termination, the judge's verdicts, its
+env assertion checks) and the task's gold actions, with tau2's ACTION semantics (domain_kit's
+`action_matches`, as `check_actions` uses it) over the writes of the trial's domain (`write_tools`, from its
+`DomainData`): no LLM, no replay, a few microseconds per call. Nothing here depends on one domain. The
+engine classifies each trial as it scores it (the stored `TrialResult.failures`, what lists and the CSV
+count); a page showing one trial classifies it again and gives each DB field that differs from gold
+(`diagnosis.replay_trial`) where no call explains the difference.
 
 The write analysis runs only when the final DB differs from gold: a DB equal to gold has every write right as
 far as the score is concerned. Then, per gold write action (gold's own failing calls left out: they change
@@ -19,6 +22,9 @@ nothing):
 
 A write call that ran without error and matches no gold action (and was not taken as some gold action's wrong
 attempt) is an `extra_write`. A DB that differs although none of the three applies is a `db_difference`.
+
+Each env assertion of the task that did not hold on the trial's end state (telecom, mock) is an
+`env_assertion`, naming the function and its arguments, with what it was expected to return and what it did.
 """
 
 from __future__ import annotations
@@ -28,10 +34,11 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from domain_kit import GoldAction, Task, TerminationReason, is_clean_exit
 from domain_kit.checks import action_matches
+from domain_kit.diff import Difference
 from green_agent.core.limits import AgentLimits, compact_json, cut_text, utf8_size
 from green_agent.core.models import FAILURE_KINDS, SIGNAL_DB, Failure, FailureKind, TrialResult
-from retail_domain import WRITE_TOOLS, Difference, GoldAction, Task, TerminationReason, is_clean_exit
 
 T = TypeVar("T")
 
@@ -87,11 +94,13 @@ def classify_trial(
     task: Task,
     result: TrialResult,
     *,
+    write_tools: Collection[str],
     gold_failed: Collection[int] = (),
     limits: AgentLimits | None = None,
     differences: Sequence[Difference] | None = None,
 ) -> list[Failure]:
     """Every failure of a failed trial, by kind in `FAILURE_KINDS` order; empty for a passed or excluded one.
+    `write_tools`: the tools of the trial's domain that may change its DB (`DomainData.write_tools`);
     `gold_failed`: indices in `task.gold_actions` of the gold calls that fail (`GoldOutcome.failed_calls`);
     `differences`: the DB fields that differ from gold (`diagnosis.replay_trial`), given when known: a DB
     difference no call explains is then one entry per field."""
@@ -102,10 +111,11 @@ def classify_trial(
     failing_gold = [action for i, action in enumerate(task.gold_actions) if i in gold_failed]
     found: list[Failure] = [*termination(result, bound)]
     if db_failed(result):
-        writes = write_failures(task.gold_actions, calls, gold_failed, bound)
+        writes = write_failures(task.gold_actions, calls, gold_failed, bound, frozenset(write_tools))
         found.extend(writes)
         if not writes:
             found.extend(db_differences(differences, bound))
+    found.extend(env_assertion_failures(result, bound))
     found.extend(nl_failures(result, bound))
     found.extend(tool_errors(calls, failing_gold, bound))
     return found
@@ -137,14 +147,18 @@ def termination(result: TrialResult, bound: _Bound) -> list[Failure]:
 
 
 def write_failures(
-    gold_actions: Sequence[GoldAction], calls: Sequence[Call], gold_failed: Collection[int], bound: _Bound
+    gold_actions: Sequence[GoldAction],
+    calls: Sequence[Call],
+    gold_failed: Collection[int],
+    bound: _Bound,
+    write_tools: frozenset[str],
 ) -> list[Failure]:
     """missing_action, wrong_arguments and extra_write of a trial whose DB differs from gold. Linear in the
     calls: each is compared only with the gold actions of its own tool (a flood of calls costs no more)."""
     gold_by_tool: dict[str, list[int]] = defaultdict(list)
     for i, action in enumerate(gold_actions):
         gold_by_tool[action.name].append(i)
-    writes = [c for c in calls if c.name in WRITE_TOOLS]
+    writes = [c for c in calls if c.name in write_tools]
     matched: set[int] = set()  # gold actions some call matches
     wanted: set[int] = set()  # calls that match some gold action
     for c in writes:
@@ -156,7 +170,7 @@ def write_failures(
     missing: list[Failure] = []
     wrong: list[Failure] = []
     for i, action in enumerate(gold_actions):
-        if action.name not in WRITE_TOOLS or i in gold_failed or i in matched:
+        if action.name not in write_tools or i in gold_failed or i in matched:
             continue
         same_tool = [c for c in writes if c.name == action.name]
         attempts = [c for c in same_tool if c.index not in wanted and c.index not in taken]
@@ -244,6 +258,39 @@ def _differing(action: GoldAction, call: Call) -> list[str]:
     return [key for key in dict.fromkeys(keys) if sent.get(key, NOT_SENT) != gold.get(key, NOT_SENT)]
 
 
+def env_assertion_failures(result: TrialResult, bound: _Bound) -> list[Failure]:
+    """Each env assertion that did not hold on the trial's end state (`TrialResult.env_assertion_checks`):
+    the function and its arguments, what it was expected to return, and what it returned (or how it
+    failed)."""
+    unmet = [check for check in result.env_assertion_checks if not _assertion_met(check)]
+
+    def failure(check: dict[str, Any]) -> Failure:
+        name = str(check.get("func_name") or "?")
+        side = "the agent's" if check.get("env_type", "assistant") == "assistant" else "the customer's"
+        arguments = check.get("arguments") or {}
+        expected, actual, error = check.get("expected", True), check.get("actual"), check.get("error")
+        found = f"it failed: {error}" if actual is None else f"found {compact_json(actual)}"
+        message = check.get("message")
+        call = f"{name}({compact_json(arguments)})"
+        detail = f"{call} on {side} side: expected {compact_json(expected)}, {found}"
+        return Failure(
+            kind="env_assertion",
+            action=bound.text(name),
+            argument=bound.text(str(check.get("env_type", "assistant"))),
+            expected=bound.value(expected),
+            got=bound.value(actual) if actual is not None else bound.text(str(error or "no value")),
+            detail=bound.text(detail + (f" ({message})" if message else "")),
+        )
+
+    return bound.listed("env_assertion", unmet, failure)
+
+
+def _assertion_met(check: dict[str, Any]) -> bool:
+    """As domain_kit's `AssertionCheck.met`, on its stored form."""
+    actual = check.get("actual")
+    return actual is not None and actual == check.get("expected", True)
+
+
 def nl_failures(result: TrialResult, bound: _Bound) -> list[Failure]:
     return bound.listed(
         "nl_assertion",
@@ -301,6 +348,8 @@ def failure_label(failure: Failure | dict[str, Any]) -> str:
         return f"extra write {f.action}" if f.action else "extra writes"
     if f.kind == "db_difference":
         return "DB differs from gold, no call explains it"
+    if f.kind == "env_assertion":
+        return f"env assertion failed: {f.action}" if f.action else "env assertions failed"
     if f.kind == "termination":
         return f"ended by {f.got}" if f.got else "ended badly"
     if f.kind == "nl_assertion":

@@ -1,6 +1,6 @@
 """Turning a finished conversation into a `TrialResult`: the checks, the judge, the reward and the signals.
 
-The reward is retail_domain's `score_trial` (tau2's rule). On top, named signals explain the verdict:
+The reward is domain_kit's `score_trial` (tau2's rule). On top, named signals explain the verdict:
 DB_STATE_MATCH, NL_ASSERTION and CLEAN_EXIT gate success; ACTION_MATCH and COMMUNICATE are diagnostics.
 
 Which trials count must never depend on whether they passed (threat model, principle 1). So for a task with
@@ -191,7 +191,9 @@ def failures_of(result: TrialResult, task: Task, deps: ScoringDeps) -> list[Fail
     leaves the failures unknown (None), never changes the trial's score."""
     try:
         gold_failed = {index for index, _, _ in deps.data.gold(task.id).failed_calls}
-        return classify_trial(task, result, gold_failed=gold_failed, limits=deps.limits)
+        return classify_trial(
+            task, result, write_tools=deps.data.write_tools, gold_failed=gold_failed, limits=deps.limits
+        )
     except Exception:
         log.exception("classifying the failures of trial %s/%s met an internal error", task.id, result.trial)
         return None

@@ -73,7 +73,9 @@ def trial(
 def classify(data: RetailData, result: TrialResult, **limits: int) -> list[Failure]:
     gold_failed = {index for index, _, _ in data.gold(result.task_id).failed_calls}
     task = data.tasks[result.task_id]
-    return classify_trial(task, result, gold_failed=gold_failed, limits=AgentLimits(**limits))
+    return classify_trial(
+        task, result, write_tools=data.write_tools, gold_failed=gold_failed, limits=AgentLimits(**limits)
+    )
 
 
 def test_a_missing_gold_write_is_named_with_what_gold_sends(data: RetailData) -> None:
@@ -108,7 +110,7 @@ def test_an_argument_left_out_where_gold_compares_it_reads_not_sent(data: Retail
     )
     sent = {k: v for k, v in action.arguments.items() if k != "payment_method_id"}
     result = trial("0", [*gold_calls(data, "0")[:-1], (EXCHANGE, sent, False)])
-    failures = classify_trial(strict_task, result)
+    failures = classify_trial(strict_task, result, write_tools=data.write_tools)
     assert [(f.kind, f.argument, f.got) for f in failures] == [
         ("wrong_arguments", "payment_method_id", NOT_SENT)
     ]

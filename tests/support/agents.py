@@ -16,6 +16,7 @@ from a2a.server.events import EventQueue
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from domain_kit import DomainData
 from green_agent.conversation.orchestrator import TRIAL_SEED_KEY
 from green_agent.reference_agents import agent_card, build_agent_app, serve_app
 from green_agent.reference_agents.oracle import _TASK_NAMED, OracleExecutor, _Session
@@ -137,14 +138,14 @@ class SloppyExecutor(AgentExecutor):
     with `HOSTILE_TEXT` as bare text, not in the text dialect's JSON (a protocol warning). On the tasks in
     `complete_tasks` it performs every gold action (its DB check passes)."""
 
-    def __init__(self, data: RetailData, complete_tasks: frozenset[str] = frozenset()) -> None:
+    def __init__(self, data: DomainData, complete_tasks: frozenset[str] = frozenset()) -> None:
         self._data = data
         self._complete = complete_tasks
         self._plans: dict[str, list[tuple[str, dict[str, Any]] | None]] = {}
 
     def _plan(self, task_id: str) -> list[tuple[str, dict[str, Any]] | None]:
         actions = list(self._data.tasks[task_id].gold_actions)
-        writes = [i for i, a in enumerate(actions) if a.name in WRITE_TOOLS]
+        writes = [i for i, a in enumerate(actions) if a.name in self._data.write_tools]
         if writes and task_id not in self._complete:
             del actions[writes[-1]]
         bogus: tuple[str, dict[str, Any]] = ("get_order_details", {"order_id": "#W0000000"})

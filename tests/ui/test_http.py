@@ -25,7 +25,7 @@ async def test_root_redirects_browsers_indexes_for_curl_and_post_stays_a2a(servi
         )
         assert rpc.status_code == 200, rpc.text
         assert rpc.json()["id"] == 7 and "error" in rpc.json()  # answered by the A2A handler
-        assert (await client.get("/.well-known/agent-card.json")).json()["name"] == "tau2 retail green agent"
+        assert (await client.get("/.well-known/agent-card.json")).json()["name"] == "tau2 green agent"
 
 
 async def test_pages_carry_a_strict_policy_and_unknown_ids_are_404_pages(service: Service) -> None:

@@ -16,6 +16,7 @@ from a2a.types import (
 )
 
 from api import __version__
+from green_agent.domains import domain_names
 
 JSONRPC_PATH = "/"
 REST_PREFIX = "/a2a"
@@ -29,12 +30,15 @@ _EXAMPLE = json.dumps(
 def build_agent_card(public_url: str) -> AgentCard:
     """The card for a service reachable at `public_url` (JSON-RPC there; REST under /a2a; 0.3 clients too)."""
     base = public_url.rstrip("/")
+    domains = domain_names()
+    named = ", ".join(domains)
     return AgentCard(
-        name="tau2 retail green agent",
+        name="tau2 green agent",
         description=(
-            "Assesses a customer-service agent (the participant named 'agent') on the tau2-bench retail "
-            "domain: 114 tasks, a simulated customer, scoring by database state and natural-language "
-            "assertions, several trials per task with pass^k. Send the AgentBeats request as JSON text."
+            "Assesses a customer-service agent (the participant named 'agent') on a tau2-bench domain "
+            f"({named}): a simulated customer, scoring as tau2 v1.0.1 on each task's reward basis (database "
+            "state, communicated facts, natural-language assertions), several trials per task with pass^k. "
+            "Send the AgentBeats request as JSON text."
         ),
         version=__version__,
         documentation_url=base + "/docs",
@@ -62,17 +66,17 @@ def build_agent_card(public_url: str) -> AgentCard:
         default_output_modes=["text/plain", "application/json"],
         skills=[
             AgentSkill(
-                id="tau2-retail-assessment",
-                name="tau2 retail assessment",
+                id="tau2-assessment",
+                name="tau2 assessment",
                 description=(
-                    "Runs the retail tasks against the agent in participants.agent. config: domain "
-                    '("retail", required), task_ids or num_tasks, num_trials, max_steps, user_llm (one of '
-                    "the operator's configured user models), shard_index/num_shards. Streams progress per "
-                    "finished trial and "
-                    "completes with one artifact named Result (text summary and data: score, pass_rate, "
-                    "task_rewards, pass^k, signal rates)."
+                    "Runs a domain's tasks against the agent in participants.agent. config: domain "
+                    f"({' or '.join(repr(d) for d in domains)}, required), task_ids or num_tasks, "
+                    "num_trials, max_steps, user_llm (one of the operator's configured user models), "
+                    "shard_index/num_shards. Streams progress per finished trial and completes with one "
+                    "artifact named Result (text summary and data: domain, score, pass_rate, task_rewards, "
+                    "pass^k, signal rates)."
                 ),
-                tags=["tau2", "retail", "assessment", "agentbeats", "benchmark"],
+                tags=["tau2", *domains, "assessment", "agentbeats", "benchmark"],
                 examples=[_EXAMPLE],
                 input_modes=["text/plain", "application/json"],
                 output_modes=["text/plain", "application/json"],

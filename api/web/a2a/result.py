@@ -40,7 +40,7 @@ def result_data(record: AssessmentRecord, report: AssessmentReport) -> dict[str,
     max_score = len(rewards)
     run = report.run_info
     return {
-        "domain": record.config.get("domain", "retail"),
+        "domain": record.domain,
         "score": score,
         "max_score": max_score,
         "pass_rate": _rate(rewards),

@@ -26,6 +26,7 @@ from api.web.schemas import (
 )
 from api.web.trials_csv import csv_response, trials_csv
 from green_agent.config import AssessmentConfig, OneLine
+from green_agent.domains import UnknownDomainError, check_domain
 from green_agent.scoring.uncertainty import Comparison
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])
@@ -81,12 +82,26 @@ async def list_assessments(
     agent_url: Annotated[
         str | None, Query(max_length=2048, description="Only assessments of this white agent.")
     ] = None,
+    domain: Annotated[
+        str | None, Query(max_length=64, description="Only assessments of this domain (retail, airline...).")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> AssessmentsPage:
     """The caller's tenant's assessments (an admin key: every tenant's)."""
+    if domain is not None:
+        try:
+            check_domain(domain)
+        except UnknownDomainError as exc:
+            refused = actions.Refused(422, str(exc), location=["query", "domain"])
+            raise refused.http_exception() from None
     records, total = await repository.page(
-        tenant=principal.tenant_filter, status=status_, agent_url=agent_url, limit=limit, offset=offset
+        tenant=principal.tenant_filter,
+        status=status_,
+        agent_url=agent_url,
+        domain=domain,
+        limit=limit,
+        offset=offset,
     )
     return AssessmentsPage(
         data=[AssessmentPublic.from_record(r) for r in records], count=total, limit=limit, offset=offset
@@ -202,15 +217,13 @@ async def export_assessment(
 ) -> JSONResponse:
     """Readable by `tau2 view`; `green-agent rescore` re-scores it. Fields this service has no data for (per
     message cost, raw LLM output) are left out."""
-    await runtime.service.get(assessment_id, tenant=principal.tenant_filter)  # others' are not found
+    record = await runtime.service.get(assessment_id, tenant=principal.tenant_filter)  # others' not found
     try:
         document = await export_document(runtime, assessment_id)
     except NotExportable as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    return JSONResponse(
-        document,
-        headers={"Content-Disposition": f'attachment; filename="{assessment_id}_retail_tau2.json"'},
-    )
+    filename = f"{assessment_id}_{record.domain}_tau2.json"
+    return JSONResponse(document, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
 
 
 @router.get(
@@ -232,7 +245,7 @@ async def trials_csv_download(assessment_id: str, runtime: RuntimeDep, principal
     summary="Compare two assessments, paired by task, with the uncertainty of the difference",
     responses={
         **NOT_FOUND,
-        409: {"description": "The two assessments have no scored task in common."},
+        409: {"description": "The two assessments are of different domains, or share no scored task."},
     },
 )
 async def compare_assessments(

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from api.runtime.runtime import Runtime
 from api.web.schemas import Health, Readiness
+from green_agent.domains import DEFAULT_DOMAIN, domain_names
 
 router = APIRouter(tags=["health"])
 
@@ -57,7 +58,7 @@ async def healthz() -> Health:
 @router.get(
     "/readyz",
     response_model=Readiness,
-    summary="Database reachable and retail data verified",
+    summary="Database reachable and the default domain's data verified",
     responses={503: {"model": Readiness}},
 )
 async def readyz(request: Request) -> JSONResponse:
@@ -65,10 +66,22 @@ async def readyz(request: Request) -> JSONResponse:
     if runtime is None:
         body = Readiness(status="not_ready", database="unknown", data="not loaded", detail="starting up")
         return JSONResponse(body.model_dump(), status_code=503)
+    domains = _domains(runtime)
     problem = await _probe(request, runtime).problem()
     if problem is not None:
-        body = Readiness(status="not_ready", database="unreachable", data="verified", detail=problem)
+        body = Readiness(
+            status="not_ready", database="unreachable", data="verified", domains=domains, detail=problem
+        )
         return JSONResponse(body.model_dump(), status_code=503)
-    # The data was hash-verified when it was loaded at start-up; the runtime exists only if that succeeded.
-    body = Readiness(status="ready", database="ok", data="verified", tasks=len(runtime.data.tasks))
+    # The default domain was hash-verified when it was loaded at start-up (the runtime exists only if that
+    # succeeded); every other domain is verified when it is first loaded.
+    body = Readiness(
+        status="ready", database="ok", data="verified", tasks=domains[DEFAULT_DOMAIN], domains=domains
+    )
     return JSONResponse(body.model_dump())
+
+
+def _domains(runtime: Runtime) -> dict[str, int | None]:
+    """Every domain this service runs, with its task count once this process has loaded it."""
+    loaded = runtime.engine.loaded_domains
+    return {name: len(loaded[name].tasks) if name in loaded else None for name in domain_names()}

@@ -6,19 +6,23 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
+from api.db.repository import AssessmentRecord
 from api.security.auth import Principal, PrincipalDep
 from api.web.deps import RepositoryDep, RuntimeDep
-from api.web.schemas import MAX_OFFSET, NOT_FOUND, TrialsPage, TrialSummaryPublic
+from api.web.schemas import MAX_OFFSET, NOT_FOUND, TrialPublic, TrialsPage, TrialSummaryPublic
 from api.web.trial_view import diagnosed_trial
-from green_agent.core.models import TrialResult
 
 router = APIRouter(prefix="/assessments/{assessment_id}/trials", tags=["trials"], responses=NOT_FOUND)
 
 
-async def _require_assessment(repository: RepositoryDep, assessment_id: str, principal: Principal) -> None:
+async def _require_assessment(
+    repository: RepositoryDep, assessment_id: str, principal: Principal
+) -> AssessmentRecord:
     # Another tenant's assessment is "not found", exactly like one that does not exist.
-    if await repository.get(assessment_id, tenant=principal.tenant_filter) is None:
+    record = await repository.get(assessment_id, tenant=principal.tenant_filter)
+    if record is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no assessment with id {assessment_id}")
+    return record
 
 
 @router.get("", response_model=TrialsPage, summary="Finished trials, in the order they finished")
@@ -41,7 +45,7 @@ async def list_trials(
 
 @router.get(
     "/{task_id}/{trial}",
-    response_model=TrialResult,
+    response_model=TrialPublic,
     summary="One trial: transcript, signals, NL verdicts with reasons, what went wrong (failures), protocol "
     "warnings, judge input",
 )
@@ -52,14 +56,15 @@ async def get_trial(
     runtime: RuntimeDep,
     repository: RepositoryDep,
     principal: PrincipalDep,
-) -> TrialResult:
+) -> TrialPublic:
     """`failures` is classified from the stored trial when it is read: each DB field that differs from gold
-    where no missing, wrong or extra write explains it is one entry (docs/api.md, "Failures")."""
-    await _require_assessment(repository, assessment_id, principal)
+    where no missing, wrong or extra write explains it is one entry (docs/api.md, "Failures"). `domain` is
+    the assessment's."""
+    record = await _require_assessment(repository, assessment_id, principal)
     result = await repository.get_trial(assessment_id, task_id, trial)
     if result is None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,
             f"assessment {assessment_id} has no finished trial {trial} of task {task_id}",
         )
-    return (await diagnosed_trial(runtime, result)).result
+    return TrialPublic.of((await diagnosed_trial(runtime, record.domain, result)).result, record.domain)

@@ -23,14 +23,14 @@ from sse_starlette import EventSourceResponse
 from api.db.keys import KeyRepository
 from api.db.repository import STATUSES, AssessmentLabel, AssessmentRecord, RetryPlan, trial_summary
 from api.runtime.runtime import Runtime
-from api.runtime.service import AssessmentNotFound, NothingToRetry, retry_would_help
+from api.runtime.service import AssessmentNotFound, NothingToRetry, domain_mismatch, retry_would_help
 from api.runtime.tau2_interop import NotExportable, export_document
 from api.security.auth import UI_LOGIN_PATH, UI_PREFIX, UI_SESSION_COOKIE, Principal, principal_for_key
 from api.security.quotas import QuotaPolicy
 from api.web import actions
 from api.web.a2a.result import result_data
 from api.web.deps import RuntimeDep
-from api.web.schemas import MAX_OFFSET, AssessmentPublic
+from api.web.schemas import MAX_OFFSET, AssessmentPublic, TrialPublic
 from api.web.trial_view import diagnosed_trial
 from api.web.trials_csv import csv_response, trials_csv
 from api.web.ui import views
@@ -46,8 +46,9 @@ from api.web.ui.access import (
 )
 from api.web.ui.forms import NewAssessmentForm
 from api.web.ui.live import progress_stream
+from domain_kit import DataError, DomainData
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError
-from green_agent.domains import domain_names
+from green_agent.domains import DEFAULT_DOMAIN, UnknownDomainError, domain_names
 from green_agent.scoring.metrics import tasks_not_fully_solved
 from green_agent.scoring.uncertainty import format_p
 
@@ -145,12 +146,30 @@ def _page(
     return response
 
 
-def _task_ids(runtime: Runtime, record: AssessmentRecord) -> list[str]:
+async def _domain_data(runtime: Runtime, name: str) -> DomainData | None:
+    """The named domain's data (loaded on first use, in a thread); None when this service no longer runs it
+    or its data cannot be loaded: the page then shows what is stored."""
+    try:
+        return await runtime.engine.load_domain(name)
+    except (UnknownDomainError, DataError):
+        return None
+
+
+async def _task_ids(runtime: Runtime, record: AssessmentRecord) -> list[str]:
     """The tasks the assessment selected (empty if today's settings can no longer resolve them)."""
+    if await _domain_data(runtime, record.domain) is None:
+        return []
     try:
         return runtime.engine.validate(AssessmentConfig.model_validate(record.config))
     except (ValueError, ConfigError):
         return []
+
+
+def _domain_choices(stored: list[str]) -> list[str]:
+    """The domains to offer in a filter: those this service runs, in its order, then any other one stored
+    assessments have (a domain run here before)."""
+    served = list(domain_names())
+    return served + [d for d in stored if d not in served]
 
 
 # -- pages --------------------------------------------------------------------------------------------------
@@ -162,23 +181,27 @@ async def assessments_page(
     runtime: RuntimeDep,
     status_: Annotated[str | None, Query(alias="status")] = None,
     agent: str | None = None,
+    domain: str | None = None,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
 ) -> HTMLResponse:
     viewer = request_principal(request)
     status_filter = status_ if status_ in STATUSES else None
     agent_filter = agent or None
+    domains = _domain_choices(await runtime.repository.domains(tenant=viewer.tenant_filter))
+    domain_filter = domain if domain in domains else None
     size = runtime.settings.ui_page_size
     records, total = await runtime.repository.page(
         tenant=viewer.tenant_filter,
         status=status_filter,
         agent_url=agent_filter,
+        domain=domain_filter,
         limit=size,
         offset=(page - 1) * size,
     )
     pages = max(1, -(-total // size))
 
     def page_link(number: int) -> str:
-        query = {"status": status_filter, "agent": agent_filter, "page": number}
+        query = {"status": status_filter, "agent": agent_filter, "domain": domain_filter, "page": number}
         return "/ui?" + urlencode({k: v for k, v in query.items() if v is not None})
 
     return _page(
@@ -194,6 +217,8 @@ async def assessments_page(
             "next": page_link(page + 1) if page < pages else None,
             "status_filter": status_filter,
             "agent_filter": agent_filter,
+            "domain_filter": domain_filter,
+            "domains": domains,
             "agents": await runtime.repository.agents(tenant=viewer.tenant_filter),
             "live_ids": [r.id for r in records if not r.finished],
             "complete": {r.id: r.report.complete for r in records if r.report is not None},
@@ -326,7 +351,7 @@ async def _assessment_view(
     """The assessment's page; after a refused action, with its reason, the REST status and Retry-After."""
     record = await visible_assessment(runtime, viewer, assessment_id)
     summaries = await runtime.repository.trial_summaries(assessment_id)
-    task_ids = _task_ids(runtime, record)
+    task_ids = await _task_ids(runtime, record)
     trials = int(record.config.get("trials", 1))
     rows = views.grid(task_ids, trials, summaries)
     kind = _kind(kind)
@@ -337,9 +362,11 @@ async def _assessment_view(
     choices: list[AssessmentLabel] = []
     previous = None
     if report is not None:  # something to compare: the viewer's newest, and this agent's previous one
+        # Of this assessment's domain only: assessments of two domains are not compared.
         before = await runtime.repository.labels(tenant=tenant, before=record, limit=1)
         previous = before[0] if before else None
-        choices = [c for c in await runtime.repository.labels(tenant=tenant, limit=size) if c.id != record.id]
+        newest = await runtime.repository.labels(tenant=tenant, domain=record.domain, limit=size)
+        choices = [c for c in newest if c.id != record.id]
         if previous is not None and previous.id not in {c.id for c in choices}:
             choices.append(previous)
     return _page(
@@ -402,7 +429,8 @@ async def trial_page(
             },
             status_code=404,
         )
-    diagnosed = await diagnosed_trial(runtime, result)
+    diagnosed = await diagnosed_trial(runtime, record.domain, result)
+    data = await _domain_data(runtime, record.domain)
     started = result.transcript[0].timestamp if result.transcript else result.started_at
     previous = started
     timings = []  # (seconds since the first message, seconds since the previous one)
@@ -417,7 +445,11 @@ async def trial_page(
         await runtime.repository.trial_summaries(assessment_id, failed_only=True), task_id, trial, kind=kind
     )
     history = await runtime.repository.task_history(
-        record.agent_url, task_id, tenant=viewer.tenant_filter, limit=runtime.settings.ui_page_size
+        record.agent_url,
+        task_id,
+        domain=record.domain,
+        tenant=viewer.tenant_filter,
+        limit=runtime.settings.ui_page_size,
     )
     return _page(
         request,
@@ -430,7 +462,7 @@ async def trial_page(
             "reasons": views.failure_reasons(summary),
             "failures": diagnosed.result.failures or [],
             "replay": diagnosed.replay,
-            "task": runtime.data.tasks.get(task_id),
+            "task": data.tasks.get(task_id) if data is not None else None,
             "kind": kind,
             "previous_failed": previous_failed,
             "next_failed": next_failed,
@@ -465,13 +497,17 @@ async def compare_page(
         return _page(request, "compare.html", context)  # the form again, saying what to change
     a = await visible_assessment(runtime, viewer, ids[0])
     b = await visible_assessment(runtime, viewer, ids[1])
+    listed = {record.id for record in recent}
+    context["choices"] = [*recent, *(record for record in (a, b) if record.id not in listed)]
+    mismatch = domain_mismatch(a, b)
+    if mismatch is not None:
+        context["error"] = mismatch  # the form again, both picks kept, saying why
+        return _page(request, "compare.html", context)
     summaries_a = await runtime.repository.trial_summaries(a.id)
     summaries_b = await runtime.repository.trial_summaries(b.id)
     deltas = views.compare_tasks(summaries_a, summaries_b)
     ks = sorted(set(a.report.pass_hat_k if a.report else {}) | set(b.report.pass_hat_k if b.report else {}))
-    listed = {record.id for record in recent}
     context.update(
-        choices=[*recent, *(record for record in (a, b) if record.id not in listed)],
         a=a,
         b=b,
         ks=ks,
@@ -489,10 +525,19 @@ async def leaderboard_page(
     sort: str = "avg_reward",
     order: str = "desc",
     partial: bool = False,
+    domain: str | None = None,
 ) -> HTMLResponse:
+    """One domain's leaderboard at a time (scores of different domains are not comparable); the tabs switch
+    domains. Without one named: the first domain, in the service's order, that has assessments."""
     viewer = request_principal(request)
+    stored = await runtime.repository.domains(tenant=viewer.tenant_filter)
+    domains = _domain_choices(stored)
+    if domain not in domains:
+        domain = next((d for d in domains if d in stored), DEFAULT_DOMAIN)
+    assert domain is not None
     chosen = views.latest_per_agent(
-        await runtime.repository.completed_scores(tenant=viewer.tenant_filter), include_partial=partial
+        await runtime.repository.completed_scores(tenant=viewer.tenant_filter, domain=domain),
+        include_partial=partial,
     )
     reports = await runtime.repository.reports([b.id for b in [*chosen.complete, *chosen.partial]])
     ranked = views.leaderboard_rows(chosen.complete, reports)
@@ -507,12 +552,15 @@ async def leaderboard_page(
         for group in views.group_by_coverage(ranked)
     ]
 
+    def link(**changes: str | None) -> str:
+        query: dict[str, str | None] = {"domain": domain, "partial": "true" if partial else None, **changes}
+        return "/ui/leaderboard?" + urlencode({k: v for k, v in query.items() if v is not None})
+
     def sort_link(column: str) -> str:
         flip = "asc" if column == sort and descending else "desc"
-        query: dict[str, str] = {"sort": column, "order": flip}
-        if partial:
-            query["partial"] = "true"
-        return "/ui/leaderboard?" + urlencode(query)
+        return link(sort=column, order=flip)
+
+    data = await _domain_data(runtime, domain)
 
     return _page(
         request,
@@ -523,12 +571,14 @@ async def leaderboard_page(
             "partial_rows": views.sort_leaderboard(partial_rows, sort, descending),
             "hidden": chosen.partial_hidden,
             "partial": partial,
-            "all_tasks": len(runtime.data.tasks),
+            "all_tasks": len(data.tasks) if data is not None else 0,
+            "domain": domain,
+            "domain_links": {d: link(domain=d, partial=None) for d in domains},
             "ks": list(range(1, max_k + 1)),
             "sort": sort,
             "descending": descending,
             "sort_links": {c: sort_link(c) for c in columns},
-            "toggle_partial": "/ui/leaderboard" + ("" if partial else "?partial=true"),
+            "toggle_partial": link(partial=None if partial else "true"),
         },
     )
 
@@ -635,7 +685,7 @@ async def tau2_download(request: Request, assessment_id: str, runtime: RuntimeDe
         document = await export_document(runtime, record.id)
     except NotExportable as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    return _download(document, f"{record.id}_retail_tau2.json")
+    return _download(document, f"{record.id}_{record.domain}_tau2.json")
 
 
 @router.get("/assessments/{assessment_id}/trials/{task_id}/{trial}/trial.json")
@@ -648,7 +698,8 @@ async def trial_download(
     if result is None:
         missing = f"assessment {assessment_id} has no finished trial {trial} of task {task_id}"
         raise HTTPException(status.HTTP_404_NOT_FOUND, missing)
-    body = (await diagnosed_trial(runtime, result)).result.model_dump(mode="json")
+    diagnosed = (await diagnosed_trial(runtime, record.domain, result)).result
+    body = TrialPublic.of(diagnosed, record.domain).model_dump(mode="json")
     return _download(body, f"trial-{record.id}-{_file_part(task_id)}-{trial}.json")
 
 

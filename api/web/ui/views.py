@@ -2,8 +2,9 @@
 
 Each trial gets one outcome (the grid's colour): passed, excluded (no reward), pending (not run yet), or for a
 failed trial its first failure kind (green_agent.scoring.failures, `FAILURE_KINDS` order: termination, missing
-write, wrong arguments, extra write, DB difference, NL assertion, tool errors). A trial stored before
-failures were classified falls back on what its signals say (termination, DB difference, NL assertion).
+write, wrong arguments, extra write, DB difference, env assertion, NL assertion, tool errors). A trial stored
+before failures were classified falls back on what its signals say (termination, DB difference, NL
+assertion).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.db.repository import CANCELLED, FAILED, AssessmentRecord, ScoredAssessment, TrialSummary
+from domain_kit import is_clean_exit
 from green_agent.core.limits import LLM_FAILURE_CODE
 from green_agent.core.models import (
     FAILURE_KINDS,
@@ -32,7 +34,6 @@ from green_agent.core.usage import TrialUsage
 from green_agent.scoring.failures import failure_label, kinds
 from green_agent.scoring.metrics import task_scores
 from green_agent.scoring.uncertainty import Comparison, NoSharedTasks, compare, plus_minus
-from retail_domain import is_clean_exit
 
 FAILURE_NAMES = {
     "termination": "ended badly",
@@ -40,6 +41,7 @@ FAILURE_NAMES = {
     "wrong_arguments": "wrong arguments",
     "extra_write": "extra write",
     "db_difference": "DB differs",
+    "env_assertion": "env assertion failed",
     "nl_assertion": "NL assertion failed",
     "tool_errors": "tool errors",
 }

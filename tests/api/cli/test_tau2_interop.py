@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from api.db.engine import create_engine
+from api.db.repository import AssessmentRepository
 from green_agent.reference_agents import serve_reference_agent
 from retail_domain import RetailData
 from tests.api.cli.test_cli import green_agent
@@ -275,6 +277,17 @@ async def test_airline_beside_retail_export_rescore_and_one_submission(
     assert rescored["totals"]["communicate_agree"] == rescored["totals"]["communicate_compared"] == 4
     code, output = await green_agent("rescore", str(path), "--domain", "retail")
     assert code == 2 and "the file holds airline results" in output, output
+    # Kept as an assessment (--store), the re-scored file is an airline one wherever it is listed.
+    code, output = await green_agent("rescore", str(path), "--store", *db)
+    assert code == 0, output
+    stored = re.search(r"stored as assessment (\S+) \(source import\)", output)
+    assert stored is not None, output
+    engine = create_engine(database_url)
+    try:
+        imported = await AssessmentRepository(engine).get(stored.group(1))
+    finally:
+        await engine.dispose()
+    assert imported is not None and imported.domain == "airline" and imported.source == "import"
 
     out = tmp_path / "submission"
     identity = ("--model-name", "My Agent", "--organization", "Org", "--email", "a@example.com")

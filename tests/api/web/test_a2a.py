@@ -77,7 +77,7 @@ async def test_agent_card(green_url: str, http: httpx.AsyncClient) -> None:
     card = (await http.get(green_url + ".well-known/agent-card.json")).json()
     assert card["capabilities"]["streaming"] is True
     assert card["documentationUrl"] == green_url + "docs"
-    assert card["skills"] and card["skills"][0]["id"] == "tau2-retail-assessment"
+    assert card["skills"] and card["skills"][0]["id"] == "tau2-assessment"
     interfaces = {(i["protocolBinding"], i["protocolVersion"]): i["url"] for i in card["supportedInterfaces"]}
     assert interfaces[("JSONRPC", "1.0")] == green_url
     assert interfaces[("JSONRPC", "0.3")] == green_url
