@@ -2,7 +2,7 @@
 issue 34) has requestor 'user'; the agent's, and every stored message before, have none.
 
 Revision ID: i34_transcript_requestor
-Revises: i36_rerun_of
+Revises: i33_domain
 Create Date: 2026-12-02
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "i34_transcript_requestor"
-down_revision = "i36_rerun_of"
+down_revision = "i33_domain"
 branch_labels = None
 depends_on = None
 
