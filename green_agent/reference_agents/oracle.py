@@ -47,7 +47,7 @@ class _Session:
     stops: bool = False
 
 
-def _named(incoming: Incoming) -> tuple[str, str, re.Match[str] | None]:
+def named_task(incoming: Incoming) -> tuple[str, str, re.Match[str] | None]:
     """The task id and domain the customer named (the scripted customer's opening line, or the demo's
     metadata), and the opening line's match (None: told by metadata)."""
     match = _TASK_NAMED.search(incoming.text)
@@ -71,15 +71,20 @@ class OracleExecutor(AgentExecutor):
     async def _load(self, name: str) -> None:
         """Load a domain the customer named, once, on first use, in a thread (airline parses 7 MB)."""
         if name not in self._domains:
+            await asyncio.to_thread(self.load_now, name)
+
+    def load_now(self, name: str) -> None:
+        """`_load`, blocking: for callers without an event loop of their own to spare."""
+        if name not in self._domains:
             # A name this service does not run is left out: the session is refused below.
             with contextlib.suppress(UnknownDomainError, KeyError):
-                self._domains[name] = await asyncio.to_thread(load_domain, name)
+                self._domains[name] = load_domain(name)
 
     def _session(self, context_id: str, incoming: Incoming) -> _Session | None:
         session = self._sessions.get(context_id)
         if session is not None:
             return session
-        task_id, domain_name, match = _named(incoming)
+        task_id, domain_name, match = named_task(incoming)
         domain = self._domains.get(domain_name)
         if domain is None or task_id not in domain.tasks:
             return None
@@ -101,7 +106,7 @@ class OracleExecutor(AgentExecutor):
         incoming = Incoming.of(context.message)
         context_id = context.context_id or ""
         if context_id not in self._sessions:
-            await self._load(_named(incoming)[1])
+            await self._load(named_task(incoming)[1])
         session = self._session(context_id, incoming)
         if session is None:
             parts = text_parts(incoming.structured, UNKNOWN_TEXT)

@@ -245,7 +245,9 @@ async def test_validate_resolves_tasks_and_says_what_to_change(data: RetailData)
         assert test_split == [t for t in data.tasks if t in data.splits["test"]][:3]
         with pytest.raises(ConfigError, match=r"unknown task ids \['999'\]"):
             engine.validate(AssessmentConfig(agent_url=url, tasks=TaskSelection(task_ids=["999"])))
-        with pytest.raises(ConfigError, match=r"unknown user_model 'claude'.*scripted, gpt"):
+        with pytest.raises(
+            ConfigError, match=r"user model 'claude' is not offered here; use one of: scripted, gpt"
+        ):
             engine.validate(AssessmentConfig(agent_url=url, user_model="claude"))
         with pytest.raises(ConfigError, match="lower num_tasks to at most 40"):
             engine.validate(AssessmentConfig(agent_url=url, tasks=TaskSelection(split="test", num_tasks=41)))

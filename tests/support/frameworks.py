@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
 from green_agent.reference_agents import agent_card, build_agent_app, serve_app
-from green_agent.reference_agents.oracle import DONE_TEXT, UNKNOWN_TEXT, OracleExecutor
+from green_agent.reference_agents.oracle import DONE_TEXT, UNKNOWN_TEXT, OracleExecutor, named_task
 from green_agent.reference_agents.replies import Incoming
 from retail_domain import RetailData
 
@@ -52,7 +52,9 @@ class OracleRelay:
         self._looked: dict[str, int] = {}
 
     def answer(self, context_id: str, text: str) -> str:
-        session = self._oracle._session(context_id, Incoming(text=text, data=()))
+        incoming = Incoming(text=text, data=())
+        self._oracle.load_now(named_task(incoming)[1])
+        session = self._oracle._session(context_id, incoming)
         if session is None:
             return json.dumps({"name": "respond", "arguments": {"content": UNKNOWN_TEXT}})
         looked = self._looked.get(context_id, 0)
