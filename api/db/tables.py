@@ -33,6 +33,10 @@ from green_agent.domains import DEFAULT_DOMAIN
 DEFAULT_TENANT = "default"
 """The tenant of assessments made without an API key (open mode, the CLI)."""
 
+MAX_TASK_ID_CHARS = 255
+"""The longest task id a trial row holds: telecom's ids name every issue of the task (215 characters at most
+in its full split; tests/api/db/test_domains.py checks every domain's)."""
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -173,7 +177,7 @@ class TrialRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     assessment_id: Mapped[str] = mapped_column(ForeignKey("assessments.id", ondelete="CASCADE"))
-    task_id: Mapped[str] = mapped_column(String(64))
+    task_id: Mapped[str] = mapped_column(String(MAX_TASK_ID_CHARS))
     trial: Mapped[int] = mapped_column(Integer)
     seed: Mapped[int] = mapped_column(Integer)
     termination_reason: Mapped[str] = mapped_column(String(32))

@@ -12,8 +12,10 @@ from sqlalchemy import inspect, text
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import COMPLETED, AssessmentRepository, NewAssessment
+from api.db.tables import MAX_TASK_ID_CHARS
 from green_agent.config import AssessmentConfig
 from green_agent.core.models import TrialResult
+from green_agent.domains import domain_names, load_domain
 from green_agent.scoring.metrics import compute_report
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -99,3 +101,21 @@ async def test_lists_scores_and_task_history_keep_to_one_domain(repository: Asse
     scored = await repository.completed_scores(domain="airline")
     assert [(s.id, s.domain) for s in scored] == [(airline.id, "airline")]
     assert {s.domain for s in await repository.completed_scores()} == {"retail", "airline"}
+
+
+async def test_a_trial_of_the_longest_task_id_of_every_domain_is_stored(
+    repository: AssessmentRepository,
+) -> None:
+    """Telecom's task ids name every issue of the task (215 characters at most); a trial row holds them (the
+    column held 64, which PostgreSQL enforced: such a trial could not be stored)."""
+    longest: dict[str, str] = {}
+    for name in domain_names():
+        data = load_domain(name)
+        ids = data.split("full") if "full" in data.splits else tuple(data.tasks)
+        longest[name] = max(ids, key=len)
+        assert len(longest[name]) <= MAX_TASK_ID_CHARS, name
+    assert len(longest["telecom"]) == 215
+    record, _ = await repository.create(new("telecom"))
+    await repository.save_trial(record.id, trial(longest["telecom"]))
+    (stored,) = await repository.trial_results(record.id, transcripts=False)
+    assert stored.task_id == longest["telecom"]

@@ -11,8 +11,10 @@ from typing import Any
 import httpx
 
 from green_agent.conversation.user_simulator import SCRIPTED_OPENING
-from green_agent.reference_agents.oracle import DONE_TEXT
+from green_agent.domains import load_domain
+from green_agent.reference_agents.oracle import DONE_TEXT, OracleExecutor
 from tests.api.servers import poll, serve_green
+from tests.support.agents import serve_executor
 from tests.support.fake_llm import FakeReply, serve_fake_llm
 
 FACTS = json.loads((Path(__file__).parents[2] / "domain" / "mock" / "task_facts.json").read_text())
@@ -33,9 +35,18 @@ async def completed(client: httpx.AsyncClient, config: dict[str, Any]) -> tuple[
 async def test_a_mock_assessment_with_the_oracle_stores_upstreams_gold_run_rewards(
     database_url: str, oracle_url: str
 ) -> None:
-    async with serve_green(database_url) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+    """The oracle making exactly the gold calls (its closing text states nothing) gets upstream's gold-run
+    reward on each of the 10 tasks, 1 on 7; the oracle as served also states the facts to communicate, which
+    wins an eighth."""
+    async with (
+        serve_executor(OracleExecutor(load_domain("mock"), state_facts=False)) as bare_oracle_url,
+        serve_green(database_url) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        _, bare = await completed(client, {"agent_url": bare_oracle_url, "domain": "mock"})
         assessment_id, body = await completed(client, {"agent_url": oracle_url, "domain": "mock"})
         trials = (await client.get(f"/assessments/{assessment_id}/trials")).json()
+    assert bare["report"]["task_rewards"] == GOLD_RUN_REWARD and bare["report"]["avg_reward"] == 0.7
     report = body["report"]
     assert report["domain"] == "mock" and report["num_tasks"] == 10 and report["complete"]
     assert report["task_rewards"] == {**GOLD_RUN_REWARD, **STATES_COMMUNICATE_INFO}
