@@ -41,7 +41,7 @@ RESPOND_SCHEMA: dict[str, Any] = {
 
 _FRAME = """{policy}
 
-You act on the store's systems only through the tools listed below, in OpenAI function format. Make at most
+You act on the company's systems only through the tools listed below, in OpenAI function format. Make at most
 one tool call per turn.
 
 Tools:
@@ -55,7 +55,7 @@ name and its arguments:
 {{"name": "<tool name>", "arguments": {{<argument name>: <value>, ...}}}}
 
 Examples:
-{{"name": "find_user_id_by_email", "arguments": {{"email": "jane.roe@example.com"}}}}
+{example}
 {{"name": "respond", "arguments": {{"content": "Could you tell me the order number, please?"}}}}
 
 Tool results come back to you as lines of the form: Tool '<name>' result: <result>
@@ -71,8 +71,24 @@ def _frame_head(policy: str, tools_json: str) -> str:
         policy=policy.rstrip("\n"),
         tools=tools_json,
         respond=json.dumps(RESPOND_SCHEMA, indent=2),
+        example=_example_call(json.loads(tools_json)),
         user_text="",
     )
+
+
+def _example_call(tools: list[dict[str, Any]]) -> str:
+    """A call of one of the domain's own tools, for the reply format's first example: the first lookup
+    (`get_...`, `find_...`) that needs at most one argument, else the first tool; placeholders for values."""
+    functions = [t.get("function", {}) for t in tools]
+    lookups = [
+        f
+        for f in functions
+        if str(f.get("name", "")).startswith(("get_", "find_"))
+        and len(f.get("parameters", {}).get("required", [])) <= 1
+    ]
+    chosen = (lookups or functions or [{"name": "<tool name>"}])[0]
+    required = chosen.get("parameters", {}).get("required", [])
+    return json.dumps({"name": chosen["name"], "arguments": {name: f"<{name}>" for name in required}})
 
 
 _TOOLS_JSON: dict[int, tuple[list[dict[str, Any]], str]] = {}
