@@ -1,7 +1,7 @@
-"""Telecom trials end to end over real loopback A2A (issue 34): a customer played by a model (the deterministic
-fake provider, speaking function calling) works through its own phone while a white agent guides it, to
-reward 1; a white agent that names the customer's tools, or the phone's hidden setup and assertion functions,
-gets the unknown-tool error, changes nothing on the phone and gains nothing."""
+"""Telecom trials end to end over real loopback A2A (issue 34): a customer played by a model (the
+deterministic fake provider, speaking function calling) works through its own phone while a white agent
+guides it, to reward 1; a white agent that names the customer's tools, or the phone's hidden setup and
+assertion functions, gets the unknown-tool error, changes nothing on the phone and gains nothing."""
 
 from __future__ import annotations
 
@@ -139,7 +139,8 @@ async def test_a_model_played_customer_fixes_its_phone_with_the_agent_to_reward_
     ]
     customer_results = [m.content or "" for m in result.transcript if m.requestor == "user"]
     assert customer_results[0] == "Status Bar: ✈️ Airplane Mode | 🔋 80%"
-    assert customer_results[1] == "Airplane Mode is now OFF.\nStatus Bar: 📵 No Signal | 📵 Data Disabled | 🔋 80%"
+    no_signal = "Status Bar: 📵 No Signal | 📵 Data Disabled | 🔋 80%"
+    assert customer_results[1] == f"Airplane Mode is now OFF.\n{no_signal}"
     # The sync put the agent's payment request on the phone; the payment and the resumed line reached it too.
     assert customer_results[2] == "You have a payment request for bill B1234321 of 65.0 USD."
     assert customer_results[3] == "Payment of 65.0 USD has been made for bill B1234321."
