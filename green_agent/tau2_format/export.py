@@ -28,7 +28,7 @@ from typing import Any
 
 from domain_kit import DomainData, Task, is_clean_exit
 from green_agent.config import AssessmentConfig
-from green_agent.core.models import AssessmentReport, TranscriptMessage, TrialResult
+from green_agent.core.models import SIGNAL_DB, AssessmentReport, TranscriptMessage, TrialResult
 from green_agent.scoring.metrics import counted_trials
 
 TAU2_VERSION = "1.0.1"
@@ -222,7 +222,7 @@ def reward_info(trial: TrialResult, task: Task, types: dict[str, str | None]) ->
             "reward_basis": None,
             "info": {"note": f"no checks: the simulation ended with {trial.termination_reason}"},
         }
-    db_match = trial.db_actual_hash is not None and trial.db_actual_hash == trial.db_expected_hash
+    db_match = _db_matched(trial)
     nl = [
         {"nl_assertion": v.assertion, "met": v.passed, "justification": v.reason} for v in trial.nl_verdicts
     ]
@@ -263,6 +263,15 @@ def reward_info(trial: TrialResult, task: Task, types: dict[str, str | None]) ->
         "reward_breakdown": breakdown,
         "info": None,
     }
+
+
+def _db_matched(trial: TrialResult) -> bool:
+    """Upstream's DB check: the trial's DB signal (in dual control both sides' DBs must equal gold's: the
+    agent's hash alone can match where the customer's differs); the agent's hashes for a trial without one."""
+    for signal in trial.signals:
+        if signal.name == SIGNAL_DB and signal.passed is not None:
+            return signal.passed
+    return trial.db_actual_hash is not None and trial.db_actual_hash == trial.db_expected_hash
 
 
 def _assertion_check(check: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from green_agent.tau2_format import ExportSource, tau2_results
 from green_agent.tau2_format.rescore import rescore_document
 from retail_domain import RetailData
 from tests.engine.conftest import run
+from tests.engine.test_dual_control import inbox_customer
 from tests.engine.test_llm_context import RETRIES, customer, passing_judge
 from tests.engine.test_provoked_llm_failures import FAILURES, PROVOKE, failing_on_marker
 from tests.support import tau2_schema
@@ -205,3 +206,98 @@ async def test_an_airline_assessment_exports_in_airline_with_the_numbers_it_repo
         "14": {"DB": 1.0, "COMMUNICATE": 0.0},
         "23": {"DB": 1.0, "COMMUNICATE": 0.0},
     }
+
+
+TELECOM_TASKS = [
+    "[service_issue]airplane_mode_on|overdue_bill_suspension[PERSONA:None]",
+    "[mobile_data_issue]airplane_mode_on|data_mode_off[PERSONA:None]",
+    "[service_issue]contract_end_suspension|lock_sim_card_pin[PERSONA:Hard]",
+    "[mobile_data_issue]data_mode_off|data_usage_exceeded[PERSONA:None]",
+]
+"""Both parties' calls with a payment synced to the phone; the customer's calls alone; a transfer (ACTION);
+a data refuel by the agent and a toggle by the customer."""
+
+
+async def test_a_telecom_assessment_exports_in_telecom_with_the_numbers_it_reports(data: RetailData) -> None:
+    """The telecom export: the customer's calls and their results with requestor "user", env assertions as
+    upstream's checks, ENV_ASSERTION (x ACTION) as the basis; tau2's numbers from the file equal ours, and
+    re-scoring it (both parties' calls replayed, the assertions run on the end state) agrees with every
+    stored reward. The oracle solves all four; an agent that only talks leaves the scripted customer to do
+    its part alone, which fixes the phone where the customer's calls are the whole fix."""
+    telecom = load_domain("telecom")
+    documents = {}
+    for name in ("oracle", "no_tools"):
+        async with serve_reference_agent(name, data=telecom) as url:
+            config = AssessmentConfig(
+                agent_url=url, domain="telecom", tasks=TaskSelection(task_ids=TELECOM_TASKS), trials=2
+            )
+            report, events = await run(data, config)
+        assert report.domain == "telecom" and report.complete
+        documents[name] = document = export(telecom, config, report, events.results)
+        assert_same_numbers(document, report)
+        rescored = await rescore_document(document, telecom)
+        totals = rescored.totals
+        assert rescored.domain == "telecom" and totals.replay_mismatches == 0
+        assert totals.rewards_agree == totals.rewards_compared == len(document["simulations"]) == 8
+        assert totals.env_assertions_agree == totals.env_assertions_compared == 8
+
+    oracle, talker = documents["oracle"], documents["no_tools"]
+    assert oracle["info"]["environment_info"]["domain_name"] == "telecom"
+    assert {s["reward_info"]["reward"] for s in oracle["simulations"]} == {1.0}
+    paid = next(s for s in oracle["simulations"] if s["task_id"] == TELECOM_TASKS[0])
+    calls = [(c["requestor"], c["name"]) for m in paid["messages"] for c in m.get("tool_calls") or ()]
+    assert calls[:2] == [("user", "toggle_airplane_mode"), ("assistant", "send_payment_request")]
+    assert [m["requestor"] for m in paid["messages"] if m["role"] == "tool"] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
+    info = paid["reward_info"]
+    assert info["reward_basis"] == ["ENV_ASSERTION"] and info["reward_breakdown"] == {"ENV_ASSERTION": 1.0}
+    assert [(c["env_assertion"]["func_name"], c["met"]) for c in info["env_assertions"]] == [
+        ("assert_service_status", True),
+        ("assert_no_overdue_bill", True),
+    ]
+    transfer = next(s for s in oracle["simulations"] if s["task_id"] == TELECOM_TASKS[2])["reward_info"]
+    assert transfer["reward_breakdown"] == {"ENV_ASSERTION": 1.0, "ACTION": 1.0}
+
+    rewards = {s["task_id"]: s["reward_info"]["reward"] for s in talker["simulations"]}
+    assert rewards == {
+        TELECOM_TASKS[0]: 0.0,  # the customer cannot pay a bill nobody asked for
+        TELECOM_TASKS[1]: 1.0,  # two toggles on the phone: the customer's part is the whole fix
+        TELECOM_TASKS[2]: 0.0,  # nobody transferred
+        TELECOM_TASKS[3]: 0.0,  # nobody refuelled the data
+    }
+    breakdowns = {s["task_id"]: s["reward_info"]["reward_breakdown"] for s in talker["simulations"]}
+    assert breakdowns[TELECOM_TASKS[2]] == {"ENV_ASSERTION": 1.0, "ACTION": 0.0}
+
+
+async def test_a_mock_export_says_the_customers_db_differs_where_it_does(data: RetailData) -> None:
+    """update_task_with_user_tools, played as its scenario says (the customer dismisses its notification):
+    the agent's DB equals gold, the customer's does not (the gold replay never dismisses it), so upstream's
+    DB check fails and the reward is 0. The export's db_check and DB component say so, and re-scoring the
+    file agrees with them."""
+    mock = load_domain("mock")
+    async with (
+        serve_fake_llm(inbox_customer("update_task_with_user_tools")) as fake,
+        serve_reference_agent("oracle", data=mock) as url,
+    ):
+        config = AssessmentConfig(
+            agent_url=url,
+            domain="mock",
+            user_model="fake",
+            tasks=TaskSelection(task_ids=["update_task_with_user_tools"]),
+        )
+        endpoint = LLMEndpoint(model="fake", base_url=fake.base_url, api_key="x")
+        report, events = await run(data, config, user_models={"fake": endpoint})
+    (result,) = events.results
+    assert result.reward == 0.0 and result.db_actual_hash == result.db_expected_hash
+    document = export(mock, config, report, events.results)
+    assert_same_numbers(document, report)
+    info = document["simulations"][0]["reward_info"]
+    assert info["db_check"] == {"db_match": False, "db_reward": 0.0}
+    assert info["reward_breakdown"] == {"DB": 0.0, "ACTION": 1.0, "ENV_ASSERTION": 1.0}
+    totals = (await rescore_document(document, mock)).totals
+    assert totals.rewards_agree == totals.db_agree == totals.db_compared == 1

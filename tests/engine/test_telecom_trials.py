@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -106,8 +105,7 @@ def phone_owner(body: dict[str, Any]) -> FakeReply:
     return FakeReply("Thanks, that's all. ###STOP###")
 
 
-def customer_settings(responder: Callable[[dict[str, Any]], FakeReply], url: str) -> dict[str, Any]:
-    del responder
+def customer_settings(url: str) -> dict[str, Any]:
     endpoint = LLMEndpoint(model="fake-customer", base_url=url, api_key="x")
     return {"user_models": {"fake": endpoint}, "default_user_model": "fake"}
 
@@ -120,7 +118,7 @@ async def test_a_model_played_customer_fixes_its_phone_with_the_agent_to_reward_
         _, events = await run(
             telecom,
             AssessmentConfig(agent_url=url, domain="telecom", tasks=one(PAYMENT_TASK)),
-            **customer_settings(phone_owner, fake.base_url),
+            **customer_settings(fake.base_url),
         )
     (result,) = events.results
     assert result.termination_reason == "user_stop", result.error
