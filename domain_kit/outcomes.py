@@ -34,7 +34,8 @@ class GoldOutcome:
 @dataclass(frozen=True)
 class AssertionCheck:
     """One env assertion run on a trial's end state: ``expected`` is its assert_value, ``actual`` what the
-    function returned (None: it raised, ``error`` says how)."""
+    function returned (None: it raised, ``error`` says how); ``found``, where the domain can say, what the end
+    state held where the function looked ("service status is no_service"), for a reader of a failure."""
 
     func_name: str
     env_type: str
@@ -43,6 +44,7 @@ class AssertionCheck:
     actual: bool | None
     message: str | None = None
     error: str | None = None
+    found: str | None = None
 
     @property
     def met(self) -> bool:

@@ -12,7 +12,7 @@ from domain_kit.calls import ToolCall
 from domain_kit.data_files import DataSource
 from domain_kit.outcomes import AssertionCheck, EnvironmentCheck, GoldOutcome
 from domain_kit.protocols import DomainEnvironment
-from domain_kit.tasks import Task, parse_splits, parse_tasks
+from domain_kit.tasks import EnvAssertion, Task, parse_splits, parse_tasks
 
 from .data import locate_data, read_raw
 from .environment import MockEnvironment
@@ -149,6 +149,7 @@ class MockData:
                     actual=result,
                     message=assertion.message,
                     error=error,
+                    found=None if result in (None, assertion.assert_value) else finding(predicted, assertion),
                 )
             )
         return EnvironmentCheck(
@@ -158,6 +159,22 @@ class MockData:
             assertions=tuple(checks),
             user_db_hash=actual_user,
         )
+
+
+def finding(env: MockEnvironment, assertion: EnvAssertion) -> str | None:
+    """What the end state holds where a failed assertion looked ("task task_2 is pending"), for a reader of
+    the failure; None for a function this does not know."""
+    arguments, dbs = assertion.arguments, env.dump()
+    if assertion.func_name == "assert_task_status":
+        task = dbs["agent"].get("tasks", {}).get(arguments.get("task_id"), {})
+        return f"task {arguments.get('task_id')} is {task.get('status')}"
+    if assertion.func_name == "assert_number_of_tasks":
+        user = dbs["agent"].get("users", {}).get(arguments.get("user_id"), {})
+        return f"user {arguments.get('user_id')} has {len(user.get('tasks', []))} tasks"
+    if assertion.func_name == "assert_notification_status":
+        notification = dbs["user"].get("notifications", {}).get(arguments.get("notification_id"), {})
+        return f"notification {arguments.get('notification_id')} is {notification.get('status')}"
+    return None
 
 
 _cache: dict[tuple[str, ...], MockData] = {}

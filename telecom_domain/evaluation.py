@@ -18,6 +18,7 @@ from domain_kit import AssertionCheck, EnvironmentCheck, GoldOutcome, ToolCall
 from domain_kit.tasks import Task
 
 from .environment import TelecomEnvironment
+from .findings import finding
 from .schemas import MUTATING_TOOLS
 
 NewEnvironment = Callable[[Task], TelecomEnvironment]
@@ -72,6 +73,7 @@ def run_assertions(task: Task, env: TelecomEnvironment) -> tuple[AssertionCheck,
                 actual=actual,
                 message=assertion.message,
                 error=error,
+                found=finding(env, assertion) if actual != assertion.assert_value else None,
             )
         )
     return tuple(checks)

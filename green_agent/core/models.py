@@ -119,7 +119,9 @@ class Failure(BaseModel):
     kind: FailureKind
     action: str | None = Field(default=None, description="The tool: the gold action, or the agent's call.")
     argument: str | None = Field(
-        default=None, description="wrong_arguments: the argument; db_difference: the DB field."
+        default=None,
+        description="wrong_arguments: the argument; db_difference: the DB field; env_assertion: the side "
+        '("assistant" or "user"); missing_action: "customer" where the gold action is the customer\'s own.',
     )
     expected: Any = Field(default=None, description="What gold has (value, arguments, exit, assertion).")
     got: Any = Field(default=None, description="What the trial has (value sent, error text, reason).")

@@ -24,7 +24,16 @@ A write call that ran without error and matches no gold action (and was not take
 attempt) is an `extra_write`. A DB that differs although none of the three applies is a `db_difference`.
 
 Each env assertion of the task that did not hold on the trial's end state (telecom, mock) is an
-`env_assertion`, naming the function and its arguments, with what it was expected to return and what it did.
+`env_assertion`, naming the function and its arguments, with what it was expected to return and what it did,
+and what the end state held where it looked (`found`, where the domain says).
+
+Where the task's reward does not rest on the DB (telecom's ENV_ASSERTION and ACTION tasks, a mock task) the DB
+is a diagnostic, and in telecom its gold replay is not even the end state a perfect run reaches (upstream's
+replay skips the sync): no DB analysis then. Instead every gold action that no call of the trajectory matches
+(made by either party, as tau2's ACTION check counts them) is a `missing_action` (the customer's own ones
+marked `argument="customer"`), or `wrong_arguments` against a call of the same tool; the agent's writes that
+no gold action wants are `extra_write`s. Where the basis names ACTION beside DB (mock), a gold action the
+write analysis does not cover (a transfer: no write) is checked the same way.
 """
 
 from __future__ import annotations
@@ -55,22 +64,30 @@ class Call:
     arguments: dict[str, Any]
     error: bool | None  # None: no result was recorded (the trial ended before it ran)
     result: str | None
+    requestor: str = "assistant"  # "user": the customer's own tool (dual control)
 
 
-def trial_calls_with_results(result: TrialResult) -> list[Call]:
-    """The agent's tool calls, each with the result recorded after it (the engine runs a reply's calls one by
-    one and records each result right after: results follow their calls in order)."""
-    done: list[tuple[str, dict[str, Any], bool | None, str | None]] = []
-    waiting: list[tuple[str, dict[str, Any]]] = []  # calls of the last reply still without their result
+def trial_calls_with_results(result: TrialResult, *, customer: bool = False) -> list[Call]:
+    """The agent's tool calls (with `customer`, the customer's own too, in trajectory order), each with the
+    result recorded after it (the engine runs a reply's calls one by one and records each result right
+    after, the customer's with requestor "user": results follow their calls in order)."""
+    done: list[tuple[str, dict[str, Any], bool | None, str | None, str]] = []
+    waiting: dict[str, list[tuple[str, dict[str, Any]]]] = {"assistant": [], "user": []}
     for message in result.transcript:
-        if message.role == "assistant" and message.tool_calls:
-            done.extend((name, arguments, None, None) for name, arguments in waiting)
-            waiting = [(call.name, call.arguments) for call in message.tool_calls]
-        elif message.role == "tool" and waiting:
-            name, arguments = waiting.pop(0)
-            done.append((name, arguments, message.error, message.content))
-    done.extend((name, arguments, None, None) for name, arguments in waiting)
-    return [Call(i, *entry) for i, entry in enumerate(done)]
+        party: str
+        if message.role in ("assistant", "user") and message.tool_calls:
+            party = message.role
+            done.extend((name, arguments, None, None, party) for name, arguments in waiting[party])
+            waiting[party] = [(call.name, call.arguments) for call in message.tool_calls]
+        elif message.role == "tool":
+            party = "user" if message.requestor == "user" else "assistant"
+            if waiting[party]:
+                name, arguments = waiting[party].pop(0)
+                done.append((name, arguments, message.error, message.content, party))
+    for who, calls in waiting.items():
+        done.extend((name, arguments, None, None, who) for name, arguments in calls)
+    kept = [entry for entry in done if customer or entry[4] == "assistant"]
+    return [Call(i, *entry) for i, entry in enumerate(kept)]
 
 
 def db_failed(result: TrialResult) -> bool:
@@ -107,14 +124,23 @@ def classify_trial(
     if not is_failed(result):
         return []
     bound = _Bound(limits or AgentLimits())
-    calls = trial_calls_with_results(result)
+    everyone = trial_calls_with_results(result, customer=True)
+    calls = [c for c in everyone if c.requestor == "assistant"]
     failing_gold = [action for i, action in enumerate(task.gold_actions) if i in gold_failed]
+    writes = frozenset(write_tools)
     found: list[Failure] = [*termination(result, bound)]
-    if db_failed(result):
-        writes = write_failures(task.gold_actions, calls, gold_failed, bound, frozenset(write_tools))
-        found.extend(writes)
-        if not writes:
-            found.extend(db_differences(differences, bound))
+    if "DB" in task.reward_basis:
+        covered: set[int] = set()  # gold actions the write analysis looked at
+        if db_failed(result):
+            covered = {i for i, a in enumerate(task.gold_actions) if a.name in writes}
+            analysed = write_failures(task.gold_actions, calls, gold_failed, bound, writes)
+            found.extend(analysed)
+            if not analysed:
+                found.extend(db_differences(differences, bound))
+        if "ACTION" in task.reward_basis:
+            found.extend(action_failures(task.gold_actions, everyone, gold_failed, bound, skip=covered))
+    else:  # the DB is a diagnostic here: the gold actions themselves, whoever was to make them
+        found.extend(action_failures(task.gold_actions, everyone, gold_failed, bound, extra_writes=writes))
     found.extend(env_assertion_failures(result, bound))
     found.extend(nl_failures(result, bound))
     found.extend(tool_errors(calls, failing_gold, bound))
@@ -188,41 +214,113 @@ def write_failures(
             continue
         closest = min(attempts, key=lambda c: (c.error is not False, len(_differing(action, c)), c.index))
         taken.add(closest.index)
-        for key in _differing(action, closest):
-            sent = closest.arguments.get(key, NOT_SENT)
-            gold = action.arguments.get(key)
-            wrong.append(
-                Failure(
-                    kind="wrong_arguments",
-                    action=action.name,
-                    argument=bound.text(key),
-                    expected=bound.value(gold),
-                    got=bound.value(sent),
-                    detail=bound.text(
-                        f"{action.name} (call {closest.index + 1}) was sent {key} = {compact_json(sent)}; "
-                        f"gold has {compact_json(gold)}"
-                    ),
-                )
-            )
+        wrong.extend(_wrong_arguments(action, closest, bound))
     unwanted = [c for c in writes if c.error is False and c.index not in wanted and c.index not in taken]
-    extra = bound.listed(
-        "extra_write",
-        unwanted,
-        lambda c: Failure(
-            kind="extra_write",
-            action=c.name,
-            got=bound.value(c.arguments),
-            detail=bound.text(
-                f"{c.name} (call {c.index + 1}) changed the database with {compact_json(c.arguments)}, "
-                "a write the task did not want"
-            ),
-        ),
-    )
+    extra = bound.listed("extra_write", unwanted, lambda c: _extra_write(c, bound))
     return [
         *bound.listed("missing_action", missing, _same),
         *bound.listed("wrong_arguments", wrong, _same),
         *extra,
     ]
+
+
+def action_failures(
+    gold_actions: Sequence[GoldAction],
+    calls: Sequence[Call],
+    gold_failed: Collection[int],
+    bound: _Bound,
+    *,
+    skip: Collection[int] = (),
+    extra_writes: frozenset[str] = frozenset(),
+) -> list[Failure]:
+    """Gold actions (but those in `skip` and gold's own failing ones) that no call matches, made by either
+    party as tau2's ACTION check counts them: `wrong_arguments` against the closest call of the same tool
+    that matches no gold action, else `missing_action` (the customer's own marked `argument="customer"`).
+    The agent's calls to `extra_writes` that ran and match no gold action are `extra_write`s."""
+    gold_by_tool: dict[str, list[int]] = defaultdict(list)
+    for i, action in enumerate(gold_actions):
+        gold_by_tool[action.name].append(i)
+    matched: set[int] = set()
+    wanted: set[int] = set()
+    for c in calls:
+        for i in gold_by_tool.get(c.name, ()):
+            if action_matches(gold_actions[i], c.name, c.arguments):
+                matched.add(i)
+                wanted.add(c.index)
+    taken: set[int] = set()
+    missing: list[Failure] = []
+    wrong: list[Failure] = []
+    for i, action in enumerate(gold_actions):
+        if i in skip or i in gold_failed or i in matched:
+            continue
+        attempts = [c for c in calls if c.name == action.name and c.index not in wanted | taken]
+        if attempts:
+            closest = min(attempts, key=lambda c: (c.error is not False, len(_differing(action, c)), c.index))
+            taken.add(closest.index)
+            wrong.extend(_wrong_arguments(action, closest, bound))
+            continue
+        customer = action.requestor == "user"
+        who = "the customer's " if customer else ""
+        makes = "has the customer call it" if customer else "calls it"
+        missing.append(
+            Failure(
+                kind="missing_action",
+                action=action.name,
+                argument="customer" if customer else None,
+                expected=bound.value(action.arguments),
+                detail=bound.text(
+                    f"{who}{action.name} was never called: gold {makes} with {compact_json(action.arguments)}"
+                ),
+            )
+        )
+    unwanted = [
+        c
+        for c in calls
+        if c.requestor == "assistant"
+        and c.name in extra_writes
+        and c.error is False
+        and c.index not in wanted | taken
+    ]
+    return [
+        *bound.listed("missing_action", missing, _same),
+        *bound.listed("wrong_arguments", wrong, _same),
+        *bound.listed("extra_write", unwanted, lambda c: _extra_write(c, bound)),
+    ]
+
+
+def _wrong_arguments(action: GoldAction, closest: Call, bound: _Bound) -> list[Failure]:
+    """One `wrong_arguments` per compared argument where `closest` (a call of the gold action's tool)
+    differs."""
+    wrong = []
+    for key in _differing(action, closest):
+        sent = closest.arguments.get(key, NOT_SENT)
+        gold = action.arguments.get(key)
+        wrong.append(
+            Failure(
+                kind="wrong_arguments",
+                action=action.name,
+                argument=bound.text(key),
+                expected=bound.value(gold),
+                got=bound.value(sent),
+                detail=bound.text(
+                    f"{action.name} (call {closest.index + 1}) was sent {key} = {compact_json(sent)}; "
+                    f"gold has {compact_json(gold)}"
+                ),
+            )
+        )
+    return wrong
+
+
+def _extra_write(c: Call, bound: _Bound) -> Failure:
+    return Failure(
+        kind="extra_write",
+        action=c.name,
+        got=bound.value(c.arguments),
+        detail=bound.text(
+            f"{c.name} (call {c.index + 1}) changed the database with {compact_json(c.arguments)}, "
+            "a write the task did not want"
+        ),
+    )
 
 
 def db_differences(differences: Sequence[Difference] | None, bound: _Bound) -> list[Failure]:
@@ -270,6 +368,8 @@ def env_assertion_failures(result: TrialResult, bound: _Bound) -> list[Failure]:
         arguments = check.get("arguments") or {}
         expected, actual, error = check.get("expected", True), check.get("actual"), check.get("error")
         found = f"it failed: {error}" if actual is None else f"found {compact_json(actual)}"
+        if check.get("found"):  # what the end state held where the function looked, in the domain's words
+            found += f": {check['found']}"
         message = check.get("message")
         call = f"{name}({compact_json(arguments)})"
         detail = f"{call} on {side} side: expected {compact_json(expected)}, {found}"
@@ -341,7 +441,7 @@ def failure_label(failure: Failure | dict[str, Any]) -> str:
     item_ids to exchange_delivered_order_items", "ended by max_steps"."""
     f = failure if isinstance(failure, Failure) else Failure.model_validate(failure)
     if f.kind == "missing_action":
-        return f"missing {f.action}"
+        return f"missing {f.action}" + (" (the customer's)" if f.argument == "customer" else "")
     if f.kind == "wrong_arguments":
         return f"wrong {f.argument} to {f.action}" if f.argument else f"wrong arguments to {f.action}"
     if f.kind == "extra_write":

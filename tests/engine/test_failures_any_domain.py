@@ -2,7 +2,9 @@
 
 Airline trials are classified with airline's write tools (retail's would see no write at all), replayed on
 airline's data (a booking the trial never made shows as a reservation missing from its DB), and a failed env
-assertion (telecom, mock) is its own failure naming the function, what it expected and what it found."""
+assertion (telecom, mock) is its own failure naming the function, what it expected and what it found. Real
+telecom and mock trials that fail: each env assertion with what the end state held where it looked, the gold
+actions nobody made (the customer's own marked), no DB analysis where the DB is not in the reward basis."""
 
 from __future__ import annotations
 
@@ -13,11 +15,17 @@ import pytest
 
 from domain_kit import AssertionCheck, DomainData
 from domain_kit.diff import MISSING
+from green_agent import AssessmentConfig, LLMEndpoint, TaskSelection
+from green_agent.conversation.user_simulator import SCRIPTED_OPENING
 from green_agent.core.limits import AgentLimits
 from green_agent.core.models import SIGNAL_DB, Signal, ToolCallRecord, TranscriptMessage, TrialResult
 from green_agent.domains import load_domain
+from green_agent.reference_agents import serve_reference_agent
+from green_agent.reference_agents.oracle import HANDOVER_TEXT
 from green_agent.scoring.diagnosis import diagnose, replay_trial
 from green_agent.scoring.failures import classify_trial, failure_label, kinds
+from tests.engine.conftest import run
+from tests.support.fake_llm import FakeReply, serve_fake_llm
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -128,3 +136,122 @@ def test_a_failed_env_assertion_is_its_own_failure(airline: DomainData) -> None:
     assert [f.detail for f in bounded if f.kind == "env_assertion"][1] == (
         "and 1 more env_assertion not listed (max_failures_per_kind)"
     )
+
+
+TELECOM_PAYMENT = "[service_issue]airplane_mode_on|overdue_bill_suspension[PERSONA:None]"
+TELECOM_TRANSFER = "[service_issue]contract_end_suspension|lock_sim_card_pin[PERSONA:Hard]"
+TELECOM_TOGGLES = "[mobile_data_issue]airplane_mode_on|data_mode_off[PERSONA:None]"
+
+
+def details(result: TrialResult) -> list[tuple[str, str]]:
+    return [(f.kind, f.detail) for f in result.failures or []]
+
+
+async def test_a_telecom_trial_where_the_agent_does_nothing_names_what_it_left_undone() -> None:
+    """An agent that only talks, with the scripted customer doing its own part: each failed env assertion
+    with what the phone or the provider's records held, and the gold actions nobody made (in telecom the DB
+    is a diagnostic whose gold misses the sync: no DB analysis). The transfer task fails on ACTION alone."""
+    telecom = load_domain("telecom")
+    async with serve_reference_agent("no_tools", data=telecom) as url:
+        config = AssessmentConfig(
+            agent_url=url,
+            domain="telecom",
+            tasks=TaskSelection(task_ids=[TELECOM_PAYMENT, TELECOM_TRANSFER]),
+        )
+        _, events = await run(telecom, config)
+    by_task = events.by_task()
+    assert details(by_task[TELECOM_PAYMENT]) == [
+        (
+            "missing_action",
+            'send_payment_request was never called: gold calls it with {"customer_id":"C1001",'
+            '"bill_id":"B1234321"}',
+        ),
+        (
+            "missing_action",
+            'resume_line was never called: gold calls it with {"customer_id":"C1001","line_id":"L1002"}',
+        ),
+        (
+            "env_assertion",
+            'assert_service_status({"expected_status":"connected"}) on the customer\'s side: expected true, '
+            "found false: service status is no_service (Service status is not as expected)",
+        ),
+        (
+            "env_assertion",
+            'assert_no_overdue_bill({"overdue_bill_id":"B1234321"}) on the agent\'s side: expected true, '
+            "found false: bill B1234321 is Overdue (Overdue bill is not as expected)",
+        ),
+    ]
+    # The customer's make_payment failed (nobody asked for a payment): the customer's error, not the agent's.
+    assert "tool_errors" not in kinds(by_task[TELECOM_PAYMENT].failures or [])
+    assert details(by_task[TELECOM_TRANSFER]) == [
+        (
+            "missing_action",
+            "transfer_to_human_agents was never called: gold calls it with "
+            '{"summary":"I cannot fix the issue."}',
+        )
+    ]
+    # The page's diagnosis classifies the stored trial the same way.
+    again = diagnose(telecom, by_task[TELECOM_PAYMENT])
+    assert [(f.kind, f.detail) for f in again.failures or []] == details(by_task[TELECOM_PAYMENT])
+
+
+def half_done_customer(body: dict[str, Any]) -> FakeReply:
+    """A model playing the customer of TELECOM_TOGGLES who names its task (so the oracle serves it), turns
+    airplane mode off when asked, forgets mobile data, and stops when the agent says it is done."""
+    messages, last = body["messages"], body["messages"][-1]
+    if len(messages) == 2:
+        return FakeReply(SCRIPTED_OPENING.format(task_id=TELECOM_TOGGLES, domain="telecom"))
+    if last["role"] == "user" and last["content"] == HANDOVER_TEXT:
+        return FakeReply(tool_calls=[{"name": "toggle_airplane_mode", "arguments": {}}])
+    if last["role"] == "tool":
+        return FakeReply("Done.")
+    return FakeReply("###STOP###")
+
+
+async def test_a_telecom_trial_names_the_customers_part_left_undone() -> None:
+    telecom = load_domain("telecom")
+    async with (
+        serve_fake_llm(half_done_customer) as fake,
+        serve_reference_agent("oracle", data=telecom) as url,
+    ):
+        endpoint = LLMEndpoint(model="fake", base_url=fake.base_url, api_key="x")
+        config = AssessmentConfig(
+            agent_url=url,
+            domain="telecom",
+            user_model="fake",
+            tasks=TaskSelection(task_ids=[TELECOM_TOGGLES]),
+        )
+        _, events = await run(telecom, config, user_models={"fake": endpoint})
+    (result,) = events.results
+    assert result.termination_reason == "user_stop" and result.reward == 0.0
+    missing = [f for f in result.failures or [] if f.kind == "missing_action"]
+    assert [(f.action, f.argument, f.detail) for f in missing] == [
+        (
+            "toggle_data",
+            "customer",
+            "the customer's toggle_data was never called: gold has the customer call it with {}",
+        )
+    ]
+    assert failure_label(missing[0]) == "missing toggle_data (the customer's)"
+    assert [f.detail for f in result.failures or [] if f.kind == "env_assertion"] == [
+        'assert_mobile_data_status({"expected_status":true}) on the customer\'s side: expected true, '
+        "found false: mobile data does not work",
+        'assert_internet_speed({"expected_speed":200,"expected_desc":"excellent"}) on the customer\'s side: '
+        "expected true, found false: speed test: no connection",
+    ]
+
+
+async def test_a_mock_task_scored_on_db_and_action_names_a_missing_transfer() -> None:
+    """impossible_task_1 ([DB, ACTION]): an agent that never transfers leaves the DB as gold (the transfer
+    writes nothing), so the write analysis finds nothing; ACTION names the missing transfer."""
+    mock = load_domain("mock")
+    async with serve_reference_agent("no_tools", data=mock) as url:
+        config = AssessmentConfig(
+            agent_url=url, domain="mock", tasks=TaskSelection(task_ids=["impossible_task_1"])
+        )
+        _, events = await run(mock, config)
+    (result,) = events.results
+    assert result.reward == 0.0
+    assert [(f.kind, f.action) for f in result.failures or []] == [
+        ("missing_action", "transfer_to_human_agents")
+    ]

@@ -150,13 +150,13 @@ def test_the_unwinnable_task_stays_unwinnable(data: MockData) -> None:
 def test_a_run_that_completes_task_2_wins_the_task_without_gold_actions(data: MockData) -> None:
     task_id = "update_task_with_history_and_env_assertions"
     empty = data.check_environment(task_id, data.new_environment(task_id), [])
-    assert [a.met for a in empty.assertions] == [False]
+    assert [(a.met, a.found) for a in empty.assertions] == [(False, "task task_2 is pending")]
     done = data.check_environment(
         task_id,
         data.new_environment(task_id),
         [ToolCall("update_task_status", {"task_id": "task_2", "status": "completed"})],
     )
-    assert [a.met for a in done.assertions] == [True]
+    assert [(a.met, a.found) for a in done.assertions] == [(True, None)]
 
 
 def test_an_assertion_that_raises_is_not_met_and_says_why(data: MockData) -> None:

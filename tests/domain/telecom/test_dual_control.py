@@ -278,3 +278,26 @@ def test_environments_do_not_share_state(telecom: TelecomData) -> None:
     first.call("suspend_line", {"customer_id": "C1001", "line_id": "L1001", "reason": "x"})
     assert second.user_db.device.airplane_mode is False and second.db.lines[0].status == "Active"
     assert isinstance(first, TelecomEnvironment)
+
+
+def test_a_failed_assertion_says_what_the_end_state_held(telecom: TelecomData) -> None:
+    """For a reader of a failure: where an env assertion does not hold, the check says in words what it
+    found there (every assertion function the base tasks use, on each task's untouched initial state); a
+    held one says nothing more."""
+    found: dict[str, set[str]] = {}
+    for task_id in telecom.split("base"):
+        check = telecom.check_environment(task_id, telecom.new_environment(task_id), [])
+        for assertion in check.assertions:
+            if assertion.met:
+                assert assertion.found is None
+            else:
+                assert assertion.found, (task_id, assertion.func_name)
+                found.setdefault(assertion.func_name, set()).add(assertion.found)
+    assert found == {
+        "assert_service_status": {"service status is no_service"},
+        "assert_no_overdue_bill": {"bill B1234321 is Overdue"},
+        "assert_mobile_data_status": {"mobile data does not work"},
+        "assert_internet_speed": {"speed test: no connection"},
+        "assert_can_send_mms": {"MMS cannot be sent"},
+        "assert_data_refueling_amount": {"line L1002 refuelled 0.0 GB"},
+    }
