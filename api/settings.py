@@ -234,6 +234,7 @@ class Settings(BaseSettings):
     max_card_name_chars: int = _limit("max_card_name_chars")
     max_failures_per_kind: int = _limit("max_failures_per_kind")
     max_failure_value_bytes: int = _limit("max_failure_value_bytes")
+    max_customer_state_bytes: int = _limit("max_customer_state_bytes")
     trial_retries: int = Field(default=_engine_default("trial_retries"), ge=0, le=10)
     trial_retry_backoff_s: float = Field(default=_engine_default("trial_retry_backoff_s"), ge=0, le=600)
     # -- cost accounting (tau2 interop, issue 12) --

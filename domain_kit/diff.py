@@ -88,3 +88,11 @@ def db_differences(actual: object, expected: object) -> list[Difference]:
     elif isinstance(actual, Dumpable) and isinstance(expected, Dumpable):
         _walk("", actual.dump(), expected.dump(), out)
     return out
+
+
+def value_differences(actual: Any, expected: Any) -> list[Difference]:
+    """Every leaf value that differs between two plain-data values (dicts, lists, scalars), in a stable
+    order: e.g. one side's DB dump at the end of a trial against the same at its start."""
+    out: list[Difference] = []
+    _walk("", actual, expected, out)
+    return out

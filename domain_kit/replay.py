@@ -66,12 +66,11 @@ def _run(env: DomainEnvironment, call: ParsedCall) -> ToolResult:
     return env.call(call.name, call.arguments, call.requestor)
 
 
-def replay_calls(
+def replayed_environment(
     data: DomainData, task_id: str, calls: list[ParsedCall], normalize_ids: bool = False
-) -> dict[str, Any]:
-    """Run `calls` on a fresh environment of the task and compare with its gold replay; the report (what
-    `retail-replay --json` prints): every call's result, the final and gold DB hashes, whether they match,
-    the field differences (this replay vs gold) and the gold calls that fail."""
+) -> tuple[DomainEnvironment, list[dict[str, Any]]]:
+    """A fresh environment of the task (in its initial state) after `calls`, each run for the party that
+    made it, and every call's result."""
     task = data.task(task_id)
     env = data.new_environment(task.id, normalize_ids=normalize_ids)
     results = []
@@ -86,6 +85,24 @@ def replay_calls(
                 "content": result.content,
             }
         )
+    return env, results
+
+
+def replay_calls(
+    data: DomainData, task_id: str, calls: list[ParsedCall], normalize_ids: bool = False
+) -> dict[str, Any]:
+    """Run `calls` on a fresh environment of the task and compare with its gold replay; the report (what
+    `retail-replay --json` prints): every call's result, the final and gold DB hashes, whether they match,
+    the field differences (this replay vs gold) and the gold calls that fail."""
+    env, results = replayed_environment(data, task_id, calls, normalize_ids)
+    return compared_with_gold(data, task_id, env, results)
+
+
+def compared_with_gold(
+    data: DomainData, task_id: str, env: DomainEnvironment, results: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """`replay_calls`'s report for an environment already replayed (`replayed_environment`)."""
+    task = data.task(task_id)
     gold = data.gold(task.id)
     gold_env = data.new_environment(task.id)
     for action in gold.actions:

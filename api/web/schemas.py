@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from api.db.repository import AssessmentRecord, Attempt, TrialSummary
 from green_agent.config import MAX_URL_CHARS, OneLine, agent_url_problem
 from green_agent.core.models import AssessmentReport, TrialResult
+from green_agent.scoring.diagnosis import CustomerState
 from green_agent.scoring.failures import kinds
 
 MAX_OFFSET = 2**31 - 1
@@ -174,14 +175,44 @@ class TrialSummaryPublic(BaseModel):
         )
 
 
+class StateChangePublic(BaseModel):
+    path: str = Field(description="The field, e.g. device.airplane_mode or surroundings.line_active.")
+    before: Any = Field(description="Its value at the task's start.")
+    after: Any = Field(description="Its value at the trial's end.")
+
+
+class CustomerStatePublic(BaseModel):
+    """Dual control: the customer's own DB (telecom: the phone and its surroundings; mock: the notification
+    inbox) at the task's start and at the trial's end, replayed from the stored calls of both parties."""
+
+    before: Any | None = Field(description="The customer's DB at the task's initial state (null: left out).")
+    after: Any | None = Field(description="The customer's DB at the trial's end (null: left out).")
+    changes: list[StateChangePublic] = Field(description="The fields that differ, start against end.")
+    omitted: str | None = Field(
+        default=None,
+        description="What was left out past GREEN_AGENT_MAX_CUSTOMER_STATE_BYTES (null: nothing).",
+    )
+
+    @classmethod
+    def of(cls, state: CustomerState | None) -> CustomerStatePublic | None:
+        return None if state is None else cls.model_validate(dataclasses.asdict(state))
+
+
 class TrialPublic(TrialResult):
     """One trial in full, with the domain of its assessment (task ids repeat across domains)."""
 
     domain: str = Field(description="The tau2 domain of the trial's task: retail, airline, ...")
+    customer_state: CustomerStatePublic | None = Field(
+        default=None,
+        description="Dual control (telecom, mock): the customer's side before and after the trial; null "
+        "where the customer has no DB of its own (retail, airline).",
+    )
 
     @classmethod
-    def of(cls, result: TrialResult, domain: str) -> TrialPublic:
-        return cls.model_validate({**dict(result), "domain": domain})
+    def of(cls, result: TrialResult, domain: str, customer: CustomerState | None = None) -> TrialPublic:
+        return cls.model_validate(
+            {**dict(result), "domain": domain, "customer_state": CustomerStatePublic.of(customer)}
+        )
 
 
 class TrialsPage(BaseModel):

@@ -1,6 +1,7 @@
 """One stored trial as the REST API and the UI show it: its failures classified afresh (with each DB field
-that differs from gold), by `green_agent.scoring.diagnosis.diagnose` over the assessment's domain, in a thread
-(it replays the trial's calls)."""
+that differs from gold) and, in dual control, the customer's side before and after, by
+`green_agent.scoring.diagnosis.diagnose` over the assessment's domain, in a thread (it replays the trial's
+calls)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 from api.runtime.runtime import Runtime
 from green_agent.core.models import TrialResult
-from green_agent.scoring.diagnosis import TrialReplay, diagnose
+from green_agent.scoring.diagnosis import CustomerState, TrialReplay, diagnose
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,8 @@ class DiagnosedTrial:
     result: TrialResult
     """The stored trial, `failures` classified again from it (the stored copy is what lists count)."""
     replay: TrialReplay | None
+    customer: CustomerState | None
+    """Dual control: the customer's side at the task's start and at the trial's end (None elsewhere)."""
 
 
 async def diagnosed_trial(runtime: Runtime, domain: str, result: TrialResult) -> DiagnosedTrial:
@@ -29,4 +32,6 @@ async def diagnosed_trial(runtime: Runtime, domain: str, result: TrialResult) ->
         normalize_ids=runtime.settings.normalize_ids,
         limits=runtime.engine.settings.limits,
     )
-    return DiagnosedTrial(result.model_copy(update={"failures": diagnosis.failures}), diagnosis.replay)
+    return DiagnosedTrial(
+        result.model_copy(update={"failures": diagnosis.failures}), diagnosis.replay, diagnosis.customer
+    )

@@ -110,6 +110,13 @@ class AgentLimits(BaseModel):
         description="Bytes of one value a failure quotes (an argument sent, an error text), as compact "
         "JSON; a longer one is cut to text with a marker (the transcript has it whole).",
     )
+    max_customer_state_bytes: int = Field(
+        default=16384,
+        ge=256,
+        description="Bytes of the customer's side a trial page shows in dual control (telecom's phone, "
+        "mock's inbox: its DB at the task's start and at the trial's end, as JSON); past it only the "
+        "fields that changed are listed, as many as fit, and the page says what was left out.",
+    )
 
 
 # -- strings ---------------------------------------------------------------------------------------------

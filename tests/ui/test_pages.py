@@ -88,7 +88,7 @@ async def test_failed_trial_shows_db_diff_and_hostile_text_stays_text(tab: Tab, 
     await expect(page.locator("#common-failures")).to_contain_text("missing exchange_delivered_order_items")
 
     await grid.locator('a.cell[href$="/trials/0/0"]').click()
-    await expect(page.locator("#trial-outcome")).to_have_text("missing write")
+    await expect(page.locator("#trial-outcome")).to_have_text("missing action")
     # The agent skipped the exchange: the order's status is not what gold has.
     diff = page.locator("#db-diff table.diff tbody tr")
     status_row = diff.filter(has_text=re.compile(r"orders/#W\d+\.status"))

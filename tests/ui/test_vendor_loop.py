@@ -102,7 +102,7 @@ async def test_grid_colours_filter_and_failing_tasks(vendor: Tab, runs: Runs) ->
     # Task 6's loop never made its write either: its squares say termination (the first kind), and it
     # counts among the missing writes.
     missing = filters.locator('[data-kind="missing_action"]')
-    await expect(missing).to_have_text(re.compile(r"missing write \(4\)"))
+    await expect(missing).to_have_text(re.compile(r"missing action \(4\)"))
     await expect(filters.locator('[data-kind="tool_errors"]')).to_contain_text("tool errors (2)")  # task 1's
     failing = page.locator("#failing-tasks tbody tr")
     await expect(failing).to_have_count(4)

@@ -59,7 +59,7 @@ async def get_trial(
 ) -> TrialPublic:
     """`failures` is classified from the stored trial when it is read: each DB field that differs from gold
     where no missing, wrong or extra write explains it is one entry (docs/api.md, "Failures"). `domain` is
-    the assessment's."""
+    the assessment's; `customer_state`, in dual control, the customer's side before and after."""
     record = await _require_assessment(repository, assessment_id, principal)
     result = await repository.get_trial(assessment_id, task_id, trial)
     if result is None:
@@ -67,4 +67,5 @@ async def get_trial(
             status.HTTP_404_NOT_FOUND,
             f"assessment {assessment_id} has no finished trial {trial} of task {task_id}",
         )
-    return TrialPublic.of((await diagnosed_trial(runtime, record.domain, result)).result, record.domain)
+    diagnosed = await diagnosed_trial(runtime, record.domain, result)
+    return TrialPublic.of(diagnosed.result, record.domain, diagnosed.customer)

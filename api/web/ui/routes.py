@@ -462,6 +462,7 @@ async def trial_page(
             "reasons": views.failure_reasons(summary),
             "failures": diagnosed.result.failures or [],
             "replay": diagnosed.replay,
+            "customer": diagnosed.customer,
             "task": data.tasks.get(task_id) if data is not None else None,
             "kind": kind,
             "previous_failed": previous_failed,
@@ -698,8 +699,8 @@ async def trial_download(
     if result is None:
         missing = f"assessment {assessment_id} has no finished trial {trial} of task {task_id}"
         raise HTTPException(status.HTTP_404_NOT_FOUND, missing)
-    diagnosed = (await diagnosed_trial(runtime, record.domain, result)).result
-    body = TrialPublic.of(diagnosed, record.domain).model_dump(mode="json")
+    diagnosed = await diagnosed_trial(runtime, record.domain, result)
+    body = TrialPublic.of(diagnosed.result, record.domain, diagnosed.customer).model_dump(mode="json")
     return _download(body, f"trial-{record.id}-{_file_part(task_id)}-{trial}.json")
 
 

@@ -37,7 +37,7 @@ from green_agent.scoring.uncertainty import Comparison, NoSharedTasks, compare, 
 
 FAILURE_NAMES = {
     "termination": "ended badly",
-    "missing_action": "missing write",
+    "missing_action": "missing action",
     "wrong_arguments": "wrong arguments",
     "extra_write": "extra write",
     "db_difference": "DB differs",

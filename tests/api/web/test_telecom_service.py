@@ -62,6 +62,11 @@ async def test_the_oracle_solves_every_base_telecom_task_through_the_service(
     ]
     results = [m["requestor"] for m in trial["transcript"] if m["role"] == "tool"]
     assert results == ["user", None, "user", None, "user"]
+    # The phone at the task's start and at the trial's end, rebuilt from both parties' stored calls.
+    phone = trial["customer_state"]
+    assert phone["before"]["device"]["airplane_mode"] is True and phone["omitted"] is None
+    assert phone["after"]["device"]["network_connection_status"] == "connected"
+    assert {"path": "surroundings.line_active", "before": False, "after": True} in phone["changes"]
     assert [(c["func_name"], c["actual"]) for c in trial["env_assertion_checks"]] == [
         ("assert_service_status", True),
         ("assert_no_overdue_bill", True),
@@ -90,3 +95,23 @@ async def test_an_agentbeats_request_for_telecom_returns_a_telecom_result(
         assert data["task_rewards"] == dict.fromkeys(tasks, 1.0) and data["pass_rate"] == 100.0
         stored = (await http.get(f"{green_url}assessments/{data['assessment_id']}")).json()
         assert stored["domain"] == "telecom" and stored["source"] == "a2a"
+
+
+async def test_the_customers_side_past_its_bound_lists_only_the_changes(
+    database_url: str, oracle_url: str
+) -> None:
+    """GREEN_AGENT_MAX_CUSTOMER_STATE_BYTES at its smallest (256): the phone's two states (2,416 bytes of
+    JSON) are left out, the five fields that changed (239 bytes) are listed, and the trial says so."""
+    async with (
+        serve_green(database_url, max_customer_state_bytes=256) as url,
+        httpx.AsyncClient(base_url=url, timeout=60) as client,
+    ):
+        body = {"agent_url": oracle_url, "domain": "telecom", "tasks": {"task_ids": [PAYMENT_TASK]}}
+        done = await finished(client, body)
+        trial = (await client.get(f"/assessments/{done['id']}/trials/{PAYMENT_TASK}/0")).json()
+    phone = trial["customer_state"]
+    assert phone["before"] is None and phone["after"] is None and len(phone["changes"]) == 5
+    assert phone["omitted"] == (
+        "the customer's DB at the start and at the end hold 2416 bytes of JSON, over "
+        "max_customer_state_bytes=256: only the fields that changed are shown"
+    )
