@@ -42,6 +42,7 @@ from green_agent.core.errors import (
     InfrastructureError,
     LLMRefusedConversation,
 )
+from green_agent.core.history import HistoryMessage, history_length, opening_turn, task_history
 from green_agent.core.limits import (
     CUSTOMER_CALLS_CAUSE,
     TRUNCATION_MARKER,
@@ -175,8 +176,10 @@ async def _converse(spec: TrialSpec, deps: TrialDeps, state: TrialState) -> Term
             return await loop.run()
     finally:
         # The domain's environment evaluator on the end state (retail and airline: the live DB's hash, which
-        # takes the gold hash without hashing again when it equals the gold end state).
-        check = deps.data.check_environment(spec.task.id, env, trajectory_calls(state.transcript))
+        # takes the gold hash without hashing again when it equals the gold end state). The task's message
+        # history is in the transcript, its writes already in the initial state: its calls are left out.
+        calls = trajectory_calls(state.transcript, history_length(spec.task, state.transcript))
+        check = deps.data.check_environment(spec.task.id, env, calls)
         state.environment, state.db_hash = check, check.db_actual_hash
 
 
@@ -293,14 +296,23 @@ class _Loop:
         return results
 
     async def run(self) -> TerminationReason:
-        await self.record("assistant", GREETING, by_agent=False)  # fixed, not a step
-        user_text, done = await self.user_says(GREETING)
+        history = task_history(self.spec.task)
+        if history:
+            user_text, shown, done = await self.resume(history)
+        else:
+            await self.record("assistant", GREETING, by_agent=False)  # fixed, not a step
+            shown = []
+            user_text, done = await self.user_says(GREETING)
         if done:
             return done
         # The next message is composed only as it is sent, so that while its answer is awaited (most of a
         # trial's life) nothing here holds it: the opening alone is ~24 KB (policy + tool schemas).
         compose: Callable[[], list[Part]] = partial(
-            self.dialect.opening, policy=self.deps.data.policy, tools=self.deps.tools, user_text=user_text
+            self.dialect.opening,
+            policy=self.deps.data.policy,
+            tools=self.deps.tools,
+            user_text=user_text,
+            history=shown,
         )
         while True:
             answer = await self.conversation.send(compose())
@@ -339,6 +351,23 @@ class _Loop:
                 return done
             compose = partial(self.dialect.user_turn, user_text)
 
+    async def resume(
+        self, history: list[HistoryMessage]
+    ) -> tuple[str, list[HistoryMessage], TerminationReason | None]:
+        """A task with a message history opens with it, as upstream's: no greeting, the history's messages
+        (not steps) first in the transcript, then whoever its last message leaves to speak. Returns the
+        customer's words that open the agent's first message, the history that message shows before them,
+        and a stop already given."""
+        for message in history:
+            await self.record(message.role, message.content, by_agent=False, **_history_fields(message))
+        last = history[-1].content or ""
+        if opening_turn(self.spec.task.id, history) == "assistant":  # the customer spoke last
+            return last, history[:-1], TerminationReason.USER_STOP if is_user_stop(last) else None
+        if AGENT_STOP_TOKEN in last:
+            return "", history, TerminationReason.AGENT_STOP
+        user_text, done = await self.user_says(last)
+        return user_text, history, done
+
     async def execute(self, calls: list[ToolCallRecord]) -> list[ToolOutcome]:
         outcomes = []
         for i, call in enumerate(calls):
@@ -349,6 +378,17 @@ class _Loop:
             outcomes.append(ToolOutcome(call.id, call.name, result.content, result.error))
             await self.record("tool", result.content, tool_call_id=call.id, error=result.error)
         return outcomes
+
+
+def _history_fields(message: HistoryMessage) -> dict[str, Any]:
+    """A history message's fields beyond role and text, as the transcript keeps them."""
+    kept = message.transcript_message(0)
+    return {
+        "tool_calls": kept.tool_calls,
+        "tool_call_id": kept.tool_call_id,
+        "error": kept.error,
+        "requestor": kept.requestor,
+    }
 
 
 def customer_tools(data: DomainData, task: Task) -> list[Mapping[str, Any]]:

@@ -1,7 +1,8 @@
 """Simulated customers: a protocol, the LLM-backed simulator and a scripted one for tests and the demo.
 
 A simulator makes one session per trial; the session sees only the agent's text messages (never the agent's
-tool calls or results), in order, starting with the fixed greeting. It answers each with a `UserTurn`: the
+tool calls or results), in order, starting with the fixed greeting (or, where the task has a message
+history, with its side of it). It answers each with a `UserTurn`: the
 customer's next message, or, in a domain where the customer has tools of its own (dual control: telecom,
 mock), calls of those tools. The results of its calls come back to it alone (`tool_results`), and it answers
 those with a turn of its own.
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from domain_kit import GoldAction, Task
+from green_agent.core.history import customer_view, opening_turn, task_history
 from green_agent.core.usage import TokenUsage
 from green_agent.llm.client import ChatLLM, LLMReply
 
@@ -97,7 +99,22 @@ class LLMUserSimulator:
     def session(self, task: Task, seed: int, tools: Sequence[Mapping[str, Any]] = ()) -> LLMUserSession:
         guidelines = self.tools_guidelines if tools and self.tools_guidelines else self.guidelines
         system = {"role": "system", "content": user_system_prompt(guidelines, task)}
-        return LLMUserSession(llm=self.llm, seed=seed, messages=[system], tools=[dict(t) for t in tools])
+        return LLMUserSession(
+            llm=self.llm,
+            seed=seed,
+            messages=[system, *history_before_first_turn(task)],
+            tools=[dict(t) for t in tools],
+        )
+
+
+def history_before_first_turn(task: Task) -> list[dict[str, Any]]:
+    """The customer's side of the task's message history, before its first turn (the history's last message
+    when it is the agent's text comes as that turn's `reply`, as the greeting does otherwise)."""
+    history = task_history(task)
+    if not history:
+        return []
+    prior = history[:-1] if opening_turn(task.id, history) == "user" else history
+    return customer_view(prior)
 
 
 @dataclass

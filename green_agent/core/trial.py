@@ -38,12 +38,14 @@ class TrialState:
     agent_usage: AgentUsageMeter | None = None
 
 
-def trajectory_calls(transcript: Sequence[TranscriptMessage]) -> list[ToolCall]:
+def trajectory_calls(transcript: Sequence[TranscriptMessage], start: int = 0) -> list[ToolCall]:
     """Every tool call of a trial in order, with who made it (the agent's as "assistant", the customer's as
-    "user"): what upstream's evaluators replay and match."""
+    "user"): what upstream's evaluators replay and match. `start`: the first message to read (replays of
+    a trial leave out the task's message history, whose writes its initial state already holds:
+    `history.history_length`)."""
     return [
         ToolCall(call.name, call.arguments, "user" if message.role == "user" else "assistant")
-        for message in transcript
+        for message in transcript[start:]
         if message.role in ("assistant", "user")
         for call in message.tool_calls or ()
     ]

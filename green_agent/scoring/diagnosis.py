@@ -17,6 +17,7 @@ from typing import Any
 from domain_kit import DomainData, DomainEnvironment
 from domain_kit.diff import Difference, Dumpable, value_differences
 from domain_kit.replay import ParsedCall, compared_with_gold, replayed_environment
+from green_agent.core.history import history_length
 from green_agent.core.limits import AgentLimits, compact_json, utf8_size
 from green_agent.core.models import Failure, TrialResult
 from green_agent.core.trial import trajectory_calls
@@ -38,12 +39,13 @@ class TrialReplay:
         return self.stored_hash is None or self.stored_hash == self.replayed_hash
 
 
-def trial_calls(result: TrialResult) -> list[ParsedCall]:
+def trial_calls(result: TrialResult, start: int = 0) -> list[ParsedCall]:
     """The tool calls of the trial in the order it executed them: the white agent's, and in dual control the
-    customer's (each with who made it)."""
+    customer's (each with who made it); from message `start` (after the task's message history, whose
+    writes the task's initial state holds)."""
     return [
         ParsedCall(call.name, call.arguments, requestor=call.requestor)
-        for call in trajectory_calls(result.transcript)
+        for call in trajectory_calls(result.transcript, start)
     ]
 
 
@@ -56,7 +58,7 @@ def replay_trial(data: DomainData, result: TrialResult, *, normalize_ids: bool =
 def _replayed(
     data: DomainData, result: TrialResult, normalize_ids: bool
 ) -> tuple[TrialReplay, DomainEnvironment]:
-    calls = trial_calls(result)
+    calls = trial_calls(result, history_length(data.tasks.get(result.task_id), result.transcript))
     env, results = replayed_environment(data, result.task_id, calls, normalize_ids=normalize_ids)
     report = compared_with_gold(data, result.task_id, env, results)
     replay = TrialReplay(

@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 from domain_kit import GoldAction, Task, TerminationReason, is_clean_exit
 from domain_kit.checks import action_matches
 from domain_kit.diff import Difference
+from green_agent.core.history import history_length
 from green_agent.core.limits import AgentLimits, compact_json, cut_text, utf8_size
 from green_agent.core.models import FAILURE_KINDS, SIGNAL_DB, Failure, FailureKind, TrialResult
 
@@ -67,13 +68,14 @@ class Call:
     requestor: str = "assistant"  # "user": the customer's own tool (dual control)
 
 
-def trial_calls_with_results(result: TrialResult, *, customer: bool = False) -> list[Call]:
+def trial_calls_with_results(result: TrialResult, *, customer: bool = False, start: int = 0) -> list[Call]:
     """The agent's tool calls (with `customer`, the customer's own too, in trajectory order), each with the
     result recorded after it (the engine runs a reply's calls one by one and records each result right
-    after, the customer's with requestor "user": results follow their calls in order)."""
+    after, the customer's with requestor "user": results follow their calls in order). `start`: the first
+    message to read (the task's message history, before it, is not this trial's doing)."""
     done: list[tuple[str, dict[str, Any], bool | None, str | None, str]] = []
     waiting: dict[str, list[tuple[str, dict[str, Any]]]] = {"assistant": [], "user": []}
-    for message in result.transcript:
+    for message in result.transcript[start:]:
         party: str
         if message.role in ("assistant", "user") and message.tool_calls:
             party = message.role
@@ -124,7 +126,7 @@ def classify_trial(
     if not is_failed(result):
         return []
     bound = _Bound(limits or AgentLimits())
-    everyone = trial_calls_with_results(result, customer=True)
+    everyone = trial_calls_with_results(result, customer=True, start=history_length(task, result.transcript))
     calls = [c for c in everyone if c.requestor == "assistant"]
     failing_gold = [action for i, action in enumerate(task.gold_actions) if i in gold_failed]
     writes = frozenset(write_tools)

@@ -30,6 +30,7 @@ from domain_kit import (
     is_clean_exit,
     score_trial,
 )
+from green_agent.core.history import leading_history
 
 
 @dataclass(frozen=True)
@@ -80,15 +81,25 @@ def iter_messages(simulation: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
             yield message
 
 
-def tool_calls(simulation: Mapping[str, Any]) -> list[dict[str, Any]]:
+def tool_calls(simulation: Mapping[str, Any], start: int = 0) -> list[dict[str, Any]]:
     """Every tool call of the trajectory, agent's and user's, in order; each with its `requestor` (as the file
-    says, else the role of the message that made it)."""
+    says, else the role of the message that made it). `start`: the first message to read."""
     return [
         {**call, "requestor": _requestor(call, message)}
-        for message in iter_messages(simulation)
+        for message in list(iter_messages(simulation))[start:]
         if message.get("role") in ("assistant", "user")
         for call in message.get("tool_calls") or ()
     ]
+
+
+def history_prefix(task: Task, simulation: Mapping[str, Any]) -> int:
+    """How many leading messages of the simulation are the task's message history (upstream's trajectories
+    open with it, as ours do): its writes are in the task's initial state, so replays start after it."""
+    messages = [
+        (m.get("role"), m.get("content"), [str(c.get("name")) for c in m.get("tool_calls") or ()])
+        for m in iter_messages(simulation)
+    ]
+    return leading_history(task, messages)  # type: ignore[arg-type]
 
 
 def _requestor(call: Mapping[str, Any], message: Mapping[str, Any]) -> str:
@@ -160,12 +171,13 @@ class Rescorer:
                 note=f"task {task_id!r} is neither in the file nor in the installed {self.data.name} data",
             )
 
-        calls = [
-            ToolCall(str(c.get("name")), dict(c.get("arguments") or {}), c["requestor"])
-            for c in tool_calls(simulation)
-        ]
-        mismatches, live = self._replay(task, simulation)
-        end = self._end_state(task, live, calls)
+        start = history_prefix(task, simulation)
+        calls, made_here = (
+            [ToolCall(str(c.get("name")), dict(c.get("arguments") or {}), c["requestor"]) for c in found]
+            for found in (tool_calls(simulation), tool_calls(simulation, start))
+        )
+        mismatches, live = self._replay(task, simulation, start)
+        end = self._end_state(task, live, made_here)  # the history's writes are in the initial state
         action_checks = tuple(check_actions(task.gold_actions, calls, self.data.write_tools))
         communicate_checks = tuple(check_communicate(task.communicate_info, assistant_texts(simulation)))
         actions = [a.matched for a in action_checks]
@@ -208,15 +220,18 @@ class Rescorer:
         """A fresh environment of the task: with its initial state where the installed data knows the task."""
         return self.data.new_environment(task.id if task.id in self.data.tasks else None)
 
-    def _replay(self, task: Task, simulation: Mapping[str, Any]) -> tuple[int, DomainEnvironment]:
+    def _replay(
+        self, task: Task, simulation: Mapping[str, Any], start: int = 0
+    ) -> tuple[int, DomainEnvironment]:
         """Replay the calls that can change state (the agent's non-read calls, every customer call) on a fresh
-        environment; count those whose output differs from the recorded tool message."""
+        environment, from message `start` (after the task's message history); count those whose output
+        differs from the recorded tool message."""
         recorded = {
             str(m.get("id")): m.get("content") for m in iter_messages(simulation) if m.get("role") == "tool"
         }
         env = self._environment(task)
         mismatches = 0
-        for call in tool_calls(simulation):
+        for call in tool_calls(simulation, start):
             name, requestor = str(call.get("name")), call["requestor"]
             if requestor == "assistant" and name not in self.data.write_tools:
                 continue

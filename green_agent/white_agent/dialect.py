@@ -6,11 +6,13 @@ Two implementations: `text_dialect.TextDialect` (compatible with the AgentBeats 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from a2a.types import AgentCard, Part
 
+from green_agent.core.history import HistoryMessage
 from green_agent.white_agent.client import AgentReply
 from green_agent.white_agent.reply_parsing import ParsedReply
 
@@ -31,8 +33,17 @@ class ToolOutcome:
 class Dialect(Protocol):
     name: str
 
-    def opening(self, *, policy: str, tools: list[dict[str, Any]], user_text: str) -> list[Part]:
-        """The first message of a conversation: the framing plus the customer's first words."""
+    def opening(
+        self,
+        *,
+        policy: str,
+        tools: list[dict[str, Any]],
+        user_text: str,
+        history: Sequence[HistoryMessage] = (),
+    ) -> list[Part]:
+        """The first message of a conversation: the framing plus the customer's first words; where the task
+        has a message history, the conversation so far before them (the agent's own earlier calls and their
+        results included)."""
         ...
 
     def user_turn(self, text: str) -> list[Part]:

@@ -1,8 +1,9 @@
 """The structured dialect: framing, tool results and tool calls travel as DataParts; no prompt parsing.
 
 Green -> white:
-* first message: DataPart `{"dialect": URI, "type": "session_start", "policy", "tools"}`, then a TextPart
-  with the customer's first words;
+* first message: DataPart `{"dialect": URI, "type": "session_start", "policy", "tools"}` (and "history",
+  the conversation so far, where the task has a message history), then a TextPart with the customer's first
+  words;
 * customer's words: one TextPart;
 * tool results: DataPart `{"dialect": URI, "type": "tool_results", "results": [{"tool_call_id", "name",
   "content", "error"}]}`.
@@ -15,11 +16,13 @@ agent probably speaks the text dialect only.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Part
 
+from green_agent.core.history import HistoryMessage, agent_view
 from green_agent.white_agent.client import AgentReply
 from green_agent.white_agent.dialect import STRUCTURED_DIALECT_URI, ToolOutcome
 from green_agent.white_agent.reply_parsing import (
@@ -38,8 +41,22 @@ class StructuredDialect:
     def __init__(self, max_json_depth: int = DEFAULT_MAX_DEPTH) -> None:
         self.max_json_depth = max_json_depth
 
-    def opening(self, *, policy: str, tools: list[dict[str, Any]], user_text: str) -> list[Part]:
-        frame = {"dialect": STRUCTURED_DIALECT_URI, "type": "session_start", "policy": policy, "tools": tools}
+    def opening(
+        self,
+        *,
+        policy: str,
+        tools: list[dict[str, Any]],
+        user_text: str,
+        history: Sequence[HistoryMessage] = (),
+    ) -> list[Part]:
+        frame: dict[str, Any] = {
+            "dialect": STRUCTURED_DIALECT_URI,
+            "type": "session_start",
+            "policy": policy,
+            "tools": tools,
+        }
+        if history:
+            frame["history"] = [_history_entry(message) for message in agent_view(history)]
         return [new_data_part(frame), new_text_part(user_text)]
 
     def user_turn(self, text: str) -> list[Part]:
@@ -89,6 +106,26 @@ class StructuredDialect:
                 continue
             return calls[0].name
         return None
+
+
+def _history_entry(message: HistoryMessage) -> dict[str, Any]:
+    """One message of the conversation so far: the customer's words (role "user"), the agent's own text or
+    calls (role "assistant", calls as the agent sends them), a result of its calls (role "tool", as in
+    `tool_results`)."""
+    if message.role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id,
+            "name": message.name,
+            "content": message.content,
+            "error": message.error,
+        }
+    entry: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        entry["tool_calls"] = [
+            {"id": call.id, "name": call.name, "arguments": call.arguments} for call in message.tool_calls
+        ]
+    return entry
 
 
 def _call(raw: Any) -> ParsedCall | None:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from a2a.helpers import new_text_part
 from a2a.types import Part
 
+from green_agent.core.history import HistoryMessage, agent_view
 from green_agent.white_agent.client import AgentReply
 from green_agent.white_agent.dialect import ToolOutcome
 from green_agent.white_agent.reply_parsing import (
@@ -64,6 +66,27 @@ The customer's first message follows.
 {user_text}"""
 
 
+_FIRST_MESSAGE = "The customer's first message follows.\n"
+_SO_FAR = (
+    "This conversation began before you joined it. So far (the customer's words, your own replies in the "
+    "format above, and the results of your tool calls):"
+)
+
+
+def _history_line(message: HistoryMessage) -> str | None:
+    """One message of the conversation so far, as the agent would have seen or written it."""
+    if message.role == "user":
+        return f"Customer: {message.content or ''}"
+    if message.role == "tool":
+        return f"Tool '{message.name or ''}' result: {message.content or ''}"
+    if message.tool_calls:
+        return "\n".join(
+            "You: " + json.dumps({"name": call.name, "arguments": call.arguments})
+            for call in message.tool_calls
+        )
+    return "You: " + json.dumps({"name": RESPOND, "arguments": {"content": message.content or ""}})
+
+
 @functools.lru_cache(maxsize=8)
 def _frame_head(policy: str, tools_json: str) -> str:
     """Everything before the customer's words; the same for every trial, so built once."""
@@ -110,8 +133,25 @@ class TextDialect:
     def __init__(self, max_json_depth: int = DEFAULT_MAX_DEPTH) -> None:
         self.max_json_depth = max_json_depth
 
-    def opening(self, *, policy: str, tools: list[dict[str, Any]], user_text: str) -> list[Part]:
-        return [new_text_part(_frame_head(policy, _tools_json(tools)) + user_text)]
+    def opening(
+        self,
+        *,
+        policy: str,
+        tools: list[dict[str, Any]],
+        user_text: str,
+        history: Sequence[HistoryMessage] = (),
+    ) -> list[Part]:
+        head = _frame_head(policy, _tools_json(tools))
+        if not history:
+            return [new_text_part(head + user_text)]
+        lines = [_history_line(message) for message in agent_view(history)]
+        so_far = "\n".join(line for line in lines if line is not None)
+        return [
+            new_text_part(
+                head.removesuffix(_FIRST_MESSAGE)
+                + f"{_SO_FAR}\n{so_far}\n\nThe customer's next message follows.\n{user_text}"
+            )
+        ]
 
     def user_turn(self, text: str) -> list[Part]:
         return [new_text_part(text)]

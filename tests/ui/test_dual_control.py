@@ -2,7 +2,8 @@
 each failed env assertion with what the phone or the provider's records held, lists the gold actions nobody
 made, says that the DB is a diagnostic there, and shows the customer's side (the phone and its surroundings)
 at the task's start and at the trial's end; the customer's own tool results are marked as the agent never
-saw them. The trial's JSON download carries the same states."""
+saw them. The trial's JSON download carries the same states. A task's message history opens the
+conversation, marked as the task's."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class Telecom:
     url: str
     solved_id: str
     talked_id: str
+    history_id: str
 
     def trial_page(self, assessment_id: str) -> str:
         return f"/ui/assessments/{assessment_id}/trials/{quote(PAYMENT_TASK, safe='')}/0"
@@ -54,7 +56,9 @@ async def service(tmp_path_factory: pytest.TempPathFactory, telecom: DomainData)
         body = {"domain": "telecom", "tasks": {"task_ids": [PAYMENT_TASK]}}
         solved_id = await run_assessment(client, {"agent_url": oracle_url, **body})
         talked_id = await run_assessment(client, {"agent_url": talker_url, **body})
-        yield Telecom(url, solved_id, talked_id)
+        history = {"domain": "mock", "tasks": {"task_ids": ["update_task_with_message_history"]}}
+        history_id = await run_assessment(client, {"agent_url": oracle_url, **history})
+        yield Telecom(url, solved_id, talked_id, history_id)
 
 
 @pytest.fixture
@@ -141,4 +145,21 @@ async def test_a_solved_telecom_trial_shows_the_phone_fixed(tab: Tab, service: T
     assert state["before"]["device"]["network_connection_status"] == "no_service"
     assert state["after"]["device"]["network_connection_status"] == "connected"
     assert {c["path"] for c in state["changes"]} >= {"device.airplane_mode", "surroundings.line_active"}
+    assert tab.errors == []
+
+
+async def test_a_task_with_a_message_history_shows_it_as_the_conversations_beginning(
+    tab: Tab, service: Telecom
+) -> None:
+    page = tab.page
+    await page.goto(f"/ui/assessments/{service.history_id}/trials/update_task_with_message_history/0")
+    await expect(page.locator("#trial-outcome")).to_have_text("passed")
+    messages = page.locator("#transcript li.msg")
+    marked = page.locator("#transcript li.msg:has(.badge.history)")
+    await expect(marked).to_have_count(4)
+    await expect(messages.first).to_contain_text("I need to create a task for the project review meeting.")
+    await expect(messages.nth(4).locator(".badge.history")).to_have_count(0)  # the trial's own first message
+    await expect(messages.nth(4)).to_contain_text(
+        "scripted customer for task update_task_with_message_history"
+    )
     assert tab.errors == []

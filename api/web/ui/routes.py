@@ -48,6 +48,7 @@ from api.web.ui.forms import NewAssessmentForm
 from api.web.ui.live import progress_stream
 from domain_kit import DataError, DomainData
 from green_agent.config import SCRIPTED_USER, AssessmentConfig, ConfigError
+from green_agent.core.history import history_length
 from green_agent.domains import DEFAULT_DOMAIN, UnknownDomainError, domain_names
 from green_agent.scoring.metrics import tasks_not_fully_solved
 from green_agent.scoring.uncertainty import format_p
@@ -463,6 +464,9 @@ async def trial_page(
             "failures": diagnosed.result.failures or [],
             "replay": diagnosed.replay,
             "customer": diagnosed.customer,
+            "history_messages": history_length(
+                data.tasks.get(task_id) if data is not None else None, result.transcript
+            ),
             "task": data.tasks.get(task_id) if data is not None else None,
             "kind": kind,
             "previous_failed": previous_failed,
