@@ -52,14 +52,19 @@ IDLE_AFTER_CALL = (
     "Answers a conversation's first message with one read-only tool call, then never again: the trials it "
     "holds are past their large opening message, as most live trials of a real assessment are."
 )
-FIRST_READ = {"retail": "list_all_product_types", "airline": "list_all_airports"}
-"""The read-only tool without arguments `idle_after_call` calls first, per domain."""
+FIRST_READ: dict[str, tuple[str, dict[str, str]]] = {
+    "retail": ("list_all_product_types", {}),
+    "airline": ("list_all_airports", {}),
+    "telecom": ("get_customer_by_phone", {"phone_number": "555-123-2002"}),
+    "mock": ("get_users", {}),
+}
+"""The read-only tool (and its arguments) `idle_after_call` calls first, per domain."""
 
 
 class IdleAfterCallExecutor(AgentExecutor):
     def __init__(self, domain: str = DEFAULT_DOMAIN) -> None:
         self._seen: set[str] = set()
-        self._tool = FIRST_READ[domain]
+        self._tool, self._arguments = FIRST_READ[domain]
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         context_id = context.context_id or ""
@@ -67,7 +72,7 @@ class IdleAfterCallExecutor(AgentExecutor):
             await asyncio.sleep(IDLE_S)
         self._seen.add(context_id)
         incoming = Incoming.of(context.message)
-        parts = call_parts(incoming.structured, self._tool, {})
+        parts = call_parts(incoming.structured, self._tool, dict(self._arguments))
         await event_queue.enqueue_event(agent_message(parts, context.context_id))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
