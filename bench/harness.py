@@ -143,10 +143,19 @@ class RunResult:
     trials: list[TrialResult] = field(default_factory=list)
     turns: int | None = None
     """A2A turns counted in SQL, when `trials` were read without their transcripts."""
+    customer_calls: int | None = None
+    """The customer's own tool calls (dual control), counted in SQL likewise: green work without an A2A
+    turn."""
 
     @property
     def a2a_turns(self) -> int:
         return self.turns if self.turns is not None else sum(a2a_sends(t) for t in self.trials)
+
+    @property
+    def customer_tool_calls(self) -> int:
+        if self.customer_calls is not None:
+            return self.customer_calls
+        return sum(1 for t in self.trials for m in t.transcript if m.role == "tool" and m.requestor == "user")
 
     @property
     def other_cores(self) -> float:
@@ -193,6 +202,7 @@ async def run_measured(
     result.trials = await green.repository.trial_results(assessment_id, transcripts=transcripts)
     if not transcripts:
         result.turns = await _a2a_turns(green.database, assessment_id)
+        result.customer_calls = await _customer_calls(green.database, assessment_id)
     return result
 
 
@@ -209,6 +219,22 @@ async def _a2a_turns(database: AsyncEngine, assessment_id: str) -> int:
             select(func.count()).select_from(TrialRow).where(TrialRow.assessment_id == assessment_id)
         )
     return int(assistant or 0) - int(trials or 0)
+
+
+async def _customer_calls(database: AsyncEngine, assessment_id: str) -> int:
+    """The customer's own tool calls of the assessment's stored trials (their results, requestor "user")."""
+    async with database.connect() as connection:
+        found = await connection.scalar(
+            select(func.count())
+            .select_from(TranscriptMessageRow)
+            .join(TrialRow, TrialRow.id == TranscriptMessageRow.trial_id)
+            .where(
+                TrialRow.assessment_id == assessment_id,
+                TranscriptMessageRow.role == "tool",
+                TranscriptMessageRow.requestor == "user",
+            )
+        )
+    return int(found or 0)
 
 
 async def run_engine_only(engine: Engine, config: AssessmentConfig, white: WhiteAgentProcess) -> RunResult:
