@@ -71,9 +71,10 @@ async def measure(options: Options) -> list[tuple[Storage, RunResult]]:
     # Gold outcomes are computed once per process, on first use: do it before the clock runs, so that every
     # row measures the same work; the one-time cost is printed on its own.
     started = time.process_time()
-    await asyncio.to_thread(lambda: [data.gold(task_id) for task_id in data.tasks])
+    run_ids = data.split(data.default_split)[: options.num_tasks]  # telecom's file holds 2,285: only these
+    await asyncio.to_thread(lambda: [data.gold(task_id) for task_id in run_ids])
     gold_s = time.process_time() - started
-    print(f"gold replay of all {len(data.tasks)} tasks, once per process: {gold_s:.2f} s CPU")
+    print(f"gold replay of the {len(run_ids)} tasks run, once per process: {gold_s:.2f} s CPU")
     results: list[tuple[Storage, RunResult]] = []
     async with white_agent_process(options.white, domain=options.domain) as white:
         config = AssessmentConfig(
