@@ -359,7 +359,7 @@ class _Loop:
         customer's words that open the agent's first message, the history that message shows before them,
         and a stop already given."""
         for message in history:
-            await self.record(message.role, message.content, by_agent=False, **_history_fields(message))
+            await self.record(message.role, message.content, by_agent=False, **message.transcript_fields())
         last = history[-1].content or ""
         if opening_turn(self.spec.task.id, history) == "assistant":  # the customer spoke last
             return last, history[:-1], TerminationReason.USER_STOP if is_user_stop(last) else None
@@ -378,17 +378,6 @@ class _Loop:
             outcomes.append(ToolOutcome(call.id, call.name, result.content, result.error))
             await self.record("tool", result.content, tool_call_id=call.id, error=result.error)
         return outcomes
-
-
-def _history_fields(message: HistoryMessage) -> dict[str, Any]:
-    """A history message's fields beyond role and text, as the transcript keeps them."""
-    kept = message.transcript_message(0)
-    return {
-        "tool_calls": kept.tool_calls,
-        "tool_call_id": kept.tool_call_id,
-        "error": kept.error,
-        "requestor": kept.requestor,
-    }
 
 
 def customer_tools(data: DomainData, task: Task) -> list[Mapping[str, Any]]:

@@ -40,16 +40,15 @@ class HistoryMessage:
         """A message for the other party (no tool calls): what the other side sees of it."""
         return self.role != "tool" and not self.tool_calls
 
-    def transcript_message(self, index: int) -> TranscriptMessage:
-        return TranscriptMessage(
-            index=index,
-            role=self.role,
-            content=self.content,
-            tool_calls=list(self.tool_calls) or None,
-            tool_call_id=self.tool_call_id,
-            error=self.error,
-            requestor="user" if self.role == "tool" and self.requestor == "user" else None,
-        )
+    def transcript_fields(self) -> dict[str, Any]:
+        """Its fields beyond role and text, as a transcript message keeps them (a tool result's requestor
+        only where the customer made the call, as the engine records its own)."""
+        return {
+            "tool_calls": list(self.tool_calls) or None,
+            "tool_call_id": self.tool_call_id,
+            "error": self.error,
+            "requestor": "user" if self.role == "tool" and self.requestor == "user" else None,
+        }
 
 
 def task_history(task: Task) -> list[HistoryMessage]:
