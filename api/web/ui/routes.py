@@ -270,16 +270,19 @@ def _retry_after(refused: actions.Refused | None) -> dict[str, str] | None:
 
 
 async def _split_choices(runtime: Runtime) -> dict[str, str]:
-    """Each split any domain of this service has, labelled with its size per domain ("base (114 tasks)", or
-    "base (retail 114, airline 50)"); the server checks that the chosen domain has the chosen split."""
-    sizes: dict[str, list[tuple[str, int]]] = {}
+    """Each split any domain of this service has, labelled with the domains that have it where not all do
+    ("base", "train (retail, airline)"), short enough for a phone (sizes of all four domains' splits made the
+    form wider than one); the server checks that the chosen domain has the chosen split."""
+    holders: dict[str, list[str]] = {}
     for name in domain_names():
         data = await runtime.engine.load_domain(name)  # loaded once per process
-        for split, ids in data.splits.items():
-            sizes.setdefault(split, []).append((name, len(ids)))
-    if len(domain_names()) == 1:
-        return {split: f"{split} ({n} tasks)" for split, [(_, n)] in sizes.items()}
-    return {split: f"{split} ({', '.join(f'{d} {n}' for d, n in each)})" for split, each in sizes.items()}
+        for split in data.splits:
+            holders.setdefault(split, []).append(name)
+    every = len(domain_names())
+    return {
+        split: split if len(names) == every else f"{split} ({', '.join(names)})"
+        for split, names in holders.items()
+    }
 
 
 async def _new_assessment_form(

@@ -47,10 +47,8 @@ async def test_run_and_demo_on_airline_and_compare_refuses_two_domains(
     code, output = await green_agent("run", "--failed-from", airline["id"], "--domain", "retail", *common)
     assert code == ExitCode.USAGE and "runs the tasks that failed, in their domain" in output
     code, output = await green_agent("run", "--agent-url", oracle_url, "--domain", "banking", *common)
-    assert (
-        code == ExitCode.USAGE
-        and "invalid choice: 'banking' (choose from 'retail', 'airline', 'telecom', 'mock')" in output
-    )
+    choices = "(choose from 'retail', 'airline', 'telecom', 'mock')"
+    assert code == ExitCode.USAGE and f"invalid choice: 'banking' {choices}" in output
 
     # The demo on airline: no judge needed (airline scores DB and COMMUNICATE), so its report is complete.
     code, output = await green_agent(
