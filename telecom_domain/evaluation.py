@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from domain_kit import AssertionCheck, EnvironmentCheck, GoldOutcome, ToolCall
+from domain_kit import EnvironmentCheck, GoldOutcome, ToolCall
+from domain_kit.assertions import run_assertions
 from domain_kit.tasks import Task
 
 from .environment import TelecomEnvironment
@@ -52,39 +53,12 @@ def replay_trajectory(task: Task, fresh: NewEnvironment, calls: Sequence[ToolCal
     return env
 
 
-def run_assertions(task: Task, env: TelecomEnvironment) -> tuple[AssertionCheck, ...]:
-    """Each env assertion of the task on ``env``, in order. An assertion function that raises (upstream's
-    evaluator would abort and the runner re-run the whole simulation) counts here as not met, with the
-    error."""
-    checks: list[AssertionCheck] = []
-    for assertion in task.env_assertions:
-        actual: bool | None = None
-        error: str | None = None
-        try:
-            actual = env.assertion(assertion.func_name, assertion.arguments, assertion.env_type)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        checks.append(
-            AssertionCheck(
-                func_name=assertion.func_name,
-                env_type=assertion.env_type,
-                arguments=dict(assertion.arguments),
-                expected=assertion.assert_value,
-                actual=actual,
-                message=assertion.message,
-                error=error,
-                found=finding(env, assertion) if actual != assertion.assert_value else None,
-            )
-        )
-    return tuple(checks)
-
-
 def check_trajectory(
     task: Task, gold: GoldOutcome, fresh: NewEnvironment, calls: Sequence[ToolCall]
 ) -> EnvironmentCheck:
     predicted = replay_trajectory(task, fresh, calls)
     agent_hash, user_hash = predicted.db_hash(), predicted.user_db_hash()
-    assertions = run_assertions(task, predicted)
+    assertions = run_assertions(task.env_assertions, predicted, finding)
     return EnvironmentCheck(
         db_matched=agent_hash == gold.db_hash and user_hash == gold.user_db_hash,
         db_expected_hash=gold.db_hash,
