@@ -1,33 +1,21 @@
-"""One trial's environment: a copy-on-write DB over the shared base plus the 16 tools.
-
-``call`` is the only way in, and it never raises: whatever goes wrong becomes the ``Error: ...`` tool result
-upstream would have produced, and a mutation made before the failure stays (upstream does not roll back).
+"""One retail trial's environment: domain_kit's copy-on-write environment with the 16 tools
+(domain_kit/store_environment.py: `call` never raises; errors are upstream's tool results) and the optional
+normalization of the ids an agent spells.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from domain_kit.calls import Requestor, ToolCall, ToolResult
-from domain_kit.store import BaseDb, DbFingerprint, OverlayDb
+from domain_kit.calls import ToolCall, ToolResult
+from domain_kit.store import OverlayDb
+from domain_kit.store_environment import StoreEnvironment, normalized
 
 from .schemas import TOOL_NAMES, WRITE_TOOLS
 from .tools import RetailTools
 
 __all__ = ["RetailEnvironment", "ToolCall", "ToolResult", "normalize_arguments"]
-
-
-_ENCODER = json.JSONEncoder(default=str)
-
-
-def _render(value: Any) -> str:
-    # Upstream: strings go out as-is, models as json.dumps(model_dump(), default=str) with default separators;
-    # one shared encoder with those options.
-    if isinstance(value, str):
-        return value
-    return _ENCODER.encode(value)
 
 
 def _canonical_order_id(value: Any) -> Any:
@@ -65,83 +53,17 @@ _NORMALIZERS = {
 
 
 def normalize_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """Canonical spelling of the id arguments of a call; unknown keys and non-string values are left alone."""
-    return {key: _NORMALIZERS.get(key, _keep)(value) for key, value in arguments.items()}
+    """Canonical spelling of the id arguments of a call; other keys and non-string values are left alone."""
+    return normalized(arguments, _NORMALIZERS)
 
 
-def _keep(value: Any) -> Any:
-    return value
+class RetailEnvironment(StoreEnvironment):
+    """The DB and the 16 tools of one trial. Cheap to create: nothing is copied until a tool writes."""
 
+    __slots__ = ()
+    tool_names = frozenset(TOOL_NAMES)
+    write_tools = WRITE_TOOLS
+    normalizers = _NORMALIZERS
 
-class RetailEnvironment:
-    """The DB and tools of one trial. Cheap to create: nothing is copied until a tool writes."""
-
-    __slots__ = ("_db", "_hash", "_normalize_ids", "_tools")
-
-    def __init__(self, base: BaseDb, normalize_ids: bool = False) -> None:
-        self._db = OverlayDb(base)
-        self._tools = RetailTools(self._db)
-        self._normalize_ids = normalize_ids
-        self._hash: str | None = base.initial_hash
-
-    @property
-    def normalize_ids(self) -> bool:
-        return self._normalize_ids
-
-    def call(
-        self, name: str, arguments: Mapping[str, Any] | None = None, requestor: Requestor = "assistant"
-    ) -> ToolResult:
-        """Run one tool call; never raises. The customer has no tools in retail: every name it calls is
-        unknown to it."""
-        try:
-            if name not in TOOL_NAMES or requestor != "assistant":
-                raise ValueError(f"Tool '{name}' not found.")
-            if arguments is None:
-                arguments = {}
-            if not isinstance(arguments, Mapping):
-                raise TypeError(f"tool arguments must be a JSON object, not {type(arguments).__name__}")
-            if self._normalize_ids:
-                arguments = normalize_arguments(arguments)
-            if name in WRITE_TOOLS:
-                self._hash = None
-            return ToolResult(_render(getattr(self._tools, name)(**arguments)), False)
-        except Exception as exc:
-            return ToolResult(f"Error: {exc}", True)
-
-    def call_tool(self, call: ToolCall) -> ToolResult:
-        return self.call(call.name, call.arguments, call.requestor)
-
-    def user_db_hash(self) -> str | None:
-        """The customer has no DB in retail."""
-        return None
-
-    def assertion(self, func_name: str, arguments: Mapping[str, Any], env_type: str) -> bool:
-        """Retail has no env assertion functions (no retail task names one)."""
-        raise ValueError(f"Function '{func_name}' not found.")
-
-    def db_hash(self, known: object | None = None) -> str:
-        """Upstream's hash of the whole DB (sha256 of the sorted-key JSON of its model_dump()). Given the
-        fingerprint of a DB hashed before (the task's gold end state), a DB equal to that one takes its hash
-        instead of hashing 1.4 MiB again."""
-        if self._hash is None:
-            self._hash = self._db.db_hash(known if isinstance(known, DbFingerprint) else None)
-        return self._hash
-
-    def db_fingerprint(self) -> DbFingerprint:
-        return self._db.fingerprint()
-
-    def changed_entities(self) -> int:
-        """How many orders and users this trial has copied (a measure of its memory cost)."""
-        return self._db.changed_count()
-
-    def changed_keys(self) -> set[tuple[str, str]]:
-        """(table, id) of every order and user this trial has copied (possibly without changing it)."""
-        return set(self._db.changed())
-
-    def entity(self, table: str, key: str) -> Any:
-        """The current state of one order, user or product (read-only: do not mutate)."""
-        return self._db.get(table, key)
-
-    def dump(self) -> dict[str, Any]:
-        """The whole DB as upstream's model_dump() (a deep copy; slow, for debugging)."""
-        return self._db.dump()
+    def make_tools(self, db: OverlayDb) -> RetailTools:
+        return RetailTools(db)
