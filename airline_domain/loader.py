@@ -6,8 +6,6 @@ import os
 
 from domain_kit.catalog import PerSource, StoreCatalog
 from domain_kit.data_files import DataSource
-from domain_kit.store import BaseDb
-from domain_kit.tasks import parse_splits, parse_tasks
 
 from .data import locate_data, read_raw
 from .environment import AirlineEnvironment
@@ -38,16 +36,7 @@ _loaded: PerSource[AirlineData] = PerSource()
 
 
 def _parse(source: DataSource) -> AirlineData:
-    raw = read_raw(source)
-    tasks = parse_tasks(raw.tasks)
-    return AirlineData(
-        source=source,
-        base=BaseDb(normalize_db(raw.db)),
-        policy=raw.policy,
-        tasks=tasks,
-        splits=parse_splits(raw.splits, tasks),
-        task_documents={str(item["id"]): item for item in raw.tasks},
-    )
+    return AirlineData.from_files(read_raw(source), normalize_db)
 
 
 def load_airline_data(data_dir: str | os.PathLike[str] | None = None) -> AirlineData:

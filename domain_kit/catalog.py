@@ -7,14 +7,14 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from .calls import Requestor, ToolCall, ToolResult
-from .data_files import DataSource
+from .data_files import DataSource, JsonDomainFiles
 from .outcomes import EnvironmentCheck, GoldOutcome
 from .protocols import DomainEnvironment
 from .store import BaseDb, DbFingerprint
-from .tasks import Task
+from .tasks import Task, parse_splits, parse_tasks
 
 MAX_SHOWN_ID_CHARS = 120
 """An unknown task id is quoted up to this many characters in the error (it comes from a requester)."""
@@ -136,6 +136,22 @@ class StoreCatalog(DomainCatalog, Generic[StoreEnv]):
     ) -> None:
         super().__init__(source, policy, tasks, splits, task_documents)
         self.base = base
+
+    @classmethod
+    def from_files(
+        cls, files: JsonDomainFiles, normalize_db: Callable[[dict[str, Any]], dict[str, dict[str, Any]]]
+    ) -> Self:
+        """The domain from its verified files, the DB brought into upstream's dump shape by
+        `normalize_db` and laid out once for hashing."""
+        tasks = parse_tasks(files.tasks)
+        return cls(
+            source=files.source,
+            base=BaseDb(normalize_db(files.db)),
+            policy=files.policy,
+            tasks=tasks,
+            splits=parse_splits(files.splits, tasks),
+            task_documents={str(item["id"]): item for item in files.tasks},
+        )
 
     def _environment(self, normalize_ids: bool) -> StoreEnv:
         raise NotImplementedError

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 SHARE_DIR_NAME = "tau2-green-agent"
 
@@ -165,3 +167,28 @@ def verified_bytes(spec: DataSpec, file: str, path: Path) -> bytes:
 def read_verified(spec: DataSpec, source: DataSource) -> dict[str, bytes]:
     """Every file of `source`, verified. Raises DataError before anything unverified is returned."""
     return {file: verified_bytes(spec, file, source.path(file)) for file in spec.files}
+
+
+@dataclass(frozen=True)
+class JsonDomainFiles:
+    """The four files of a domain stored as upstream's JSON layout (retail, airline): db.json, tasks.json,
+    policy.md and split_tasks.json, verified, decoded and parsed once."""
+
+    source: DataSource
+    db: dict[str, Any]
+    tasks: list[dict[str, Any]]
+    policy: str
+    splits: dict[str, list[str]]
+
+
+def read_json_domain(spec: DataSpec, source: DataSource) -> JsonDomainFiles:
+    """Read, verify and parse the four files of ``source``. Raises DataError before parsing anything
+    unverified."""
+    contents = read_verified(spec, source)
+    return JsonDomainFiles(
+        source=source,
+        db=json.loads(contents["db.json"]),
+        tasks=json.loads(contents["tasks.json"]),
+        policy=contents["policy.md"].decode("utf-8"),
+        splits=json.loads(contents["split_tasks.json"]),
+    )

