@@ -9,15 +9,18 @@ for the lock instead of failing at once with "database is locked".
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Engine, event
 from sqlalchemy.dialects import registry
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from api.db.sqlite_thread import SQLiteThread, sqlite_file_url
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
 """How long a SQLite write waits for the file's write lock before giving up."""
@@ -79,6 +82,10 @@ def _sqlite_pragmas(busy_timeout_s: float, cache_kib: int) -> Callable[[Any, Any
     return on_connect
 
 
+_SQLITE_PRAGMAS: weakref.WeakKeyDictionary[Engine, tuple[float, int]] = weakref.WeakKeyDictionary()
+"""The busy timeout and cache size each SQLite engine was made with (for its `sqlite_thread`)."""
+
+
 def create_engine(
     database_url: str,
     *,
@@ -98,6 +105,7 @@ def create_engine(
             url = url.set(drivername="sqlite+aiosqlite_idle_rollback")
         engine = create_async_engine(url, connect_args={"timeout": sqlite_busy_timeout_s})
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(sqlite_busy_timeout_s, sqlite_cache_kib))
+        _SQLITE_PRAGMAS[engine.sync_engine] = (sqlite_busy_timeout_s, sqlite_cache_kib)
         return engine
     # A connection attempt to an unreachable server gives up after `connect_timeout_s` (asyncpg's default is
     # 60 s), so storage errors surface, and are retried, while the database is away.
@@ -109,6 +117,25 @@ def create_engine(
     )
     _ping_when_idle(engine, ping_after_idle_s)
     return engine
+
+
+_SQLITE_THREADS: weakref.WeakKeyDictionary[Engine, SQLiteThread] = weakref.WeakKeyDictionary()
+
+
+def sqlite_thread(engine: AsyncEngine) -> SQLiteThread | None:
+    """The thread that runs `engine`'s trial-path transactions when its database is an SQLite file (one per
+    engine, closed when the engine is disposed); None for PostgreSQL and in-memory SQLite."""
+    found = _SQLITE_THREADS.get(engine.sync_engine)
+    if found is not None:
+        return found
+    url = sqlite_file_url(engine.url)
+    if url is None:
+        return None
+    pragmas = _SQLITE_PRAGMAS.get(engine.sync_engine, (SQLITE_BUSY_TIMEOUT_S, SQLITE_CACHE_KIB))
+    thread = SQLiteThread(url, connect_args={"timeout": pragmas[0]}, on_connect=[_sqlite_pragmas(*pragmas)])
+    _SQLITE_THREADS[engine.sync_engine] = thread
+    event.listen(engine.sync_engine, "engine_disposed", lambda _engine: thread.close())
+    return thread
 
 
 def _ping_when_idle(engine: AsyncEngine, idle_s: float) -> None:

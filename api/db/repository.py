@@ -35,10 +35,12 @@ from sqlalchemy import (
     true,
     update,
 )
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import raiseload, selectinload
 
+from api.db.engine import sqlite_thread
 from api.db.tables import (
     DEFAULT_DOMAIN,
     DEFAULT_TENANT,
@@ -393,6 +395,23 @@ def _trial_values(assessment_id: str, result: TrialResult) -> dict[str, Any]:
     }
 
 
+def _store_trial(
+    connection: Connection, assessment_id: str, result: TrialResult, run_seconds: float | None
+) -> int:
+    """`save_trial`'s transaction on a synchronous connection (SQLite's thread, or `run_sync`)."""
+    trial_id = connection.execute(_INSERT_TRIAL, _trial_values(assessment_id, result)).scalar_one()
+    for start in range(0, len(result.transcript), MESSAGES_PER_INSERT):
+        batch = result.transcript[start : start + MESSAGES_PER_INSERT]
+        connection.execute(_INSERT_MESSAGES, _message_values(trial_id, batch))
+    if result.nl_verdicts:
+        connection.execute(_INSERT_VERDICTS, _verdict_values(trial_id, result))
+    progress: dict[str, Any] = {"assessment": assessment_id, "now": _now()}
+    if run_seconds is None:
+        return int(connection.execute(_COUNT_TRIAL, progress).scalar_one())
+    progress["run_seconds"] = run_seconds
+    return int(connection.execute(_COUNT_TRIAL_AND_TIME, progress).scalar_one())
+
+
 def _message_values(trial_id: int, messages: Sequence[TranscriptMessage]) -> list[dict[str, Any]]:
     # Plain dicts for one executemany: a trial has tens of messages, and one ORM object each cost more CPU
     # than the rest of the trial's storage together.
@@ -544,6 +563,8 @@ class AssessmentRepository:
         # loaded machine, outlasted the busy timeout ("database is locked"); queueing them here instead
         # makes writers wait their turn, in order. Readers are not queued (WAL). PostgreSQL needs none.
         self._write_lock = asyncio.Lock() if engine.dialect.name == "sqlite" else None
+        # A file's trial path (each job's opening read, each trial's save) runs on a thread of its own.
+        self._sqlite_thread = sqlite_thread(engine)
 
     @contextlib.asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:
@@ -849,30 +870,23 @@ class AssessmentRepository:
 
         Returns the assessment's new count of stored trials, or None (storing nothing) when that trial is
         already stored: a trial is never counted twice."""
-        trial_values = _trial_values(assessment_id, result)
         try:
             if self._engine.dialect.name == "postgresql" and len(result.transcript) <= MESSAGES_PER_INSERT:
+                trial_values = _trial_values(assessment_id, result)
                 return await self._save_trial_at_once(assessment_id, trial_values, result, run_seconds)
-            async with self._writing(), self._engine.begin() as connection:
-                trial_id = (await connection.execute(_INSERT_TRIAL, trial_values)).scalar_one()
-                for start in range(0, len(result.transcript), MESSAGES_PER_INSERT):
-                    batch = result.transcript[start : start + MESSAGES_PER_INSERT]
-                    await connection.execute(_INSERT_MESSAGES, _message_values(trial_id, batch))
-                if result.nl_verdicts:
-                    await connection.execute(_INSERT_VERDICTS, _verdict_values(trial_id, result))
-                progress = {"assessment": assessment_id, "now": _now()}
-                if run_seconds is None:
-                    done = (await connection.execute(_COUNT_TRIAL, progress)).scalar_one()
-                else:
-                    progress["run_seconds"] = run_seconds
-                    done = (await connection.execute(_COUNT_TRIAL_AND_TIME, progress)).scalar_one()
+            async with self._writing():
+                if self._sqlite_thread is not None:  # one hop to its thread for the whole transaction
+                    return await self._sqlite_thread.run(
+                        lambda connection: _store_trial(connection, assessment_id, result, run_seconds)
+                    )
+                async with self._engine.begin() as connection:
+                    return await connection.run_sync(_store_trial, assessment_id, result, run_seconds)
         except IntegrityError:
             # Only the unique (assessment, task, trial) constraint means "already stored"; any other
             # violation (e.g. an unknown assessment) is a real failure and must not pass as a duplicate.
             if await self.trial_stored(assessment_id, result.task_id, result.trial):
                 return None
             raise
-        return int(done)
 
     async def _save_trial_at_once(
         self, assessment_id: str, trial_values: dict[str, Any], result: TrialResult, run_seconds: float | None
@@ -902,10 +916,13 @@ class AssessmentRepository:
         """The assessment's status and whether this trial of it is stored; None when there is no such
         assessment."""
         parameters = {"assessment": assessment_id, "task_id": task_id, "trial": trial}
-        async with self._engine.connect() as connection:
-            if self._engine.dialect.name == "postgresql":  # one statement, no BEGIN and ROLLBACK around it
-                await connection.execution_options(isolation_level="AUTOCOMMIT")
-            row = (await connection.execute(_TRIAL_JOB_STATE, parameters)).first()
+        if self._sqlite_thread is not None:
+            row = await self._sqlite_thread.run(lambda c: c.execute(_TRIAL_JOB_STATE, parameters).first())
+        else:
+            async with self._engine.connect() as connection:
+                if self._engine.dialect.name == "postgresql":  # one statement: no BEGIN, no ROLLBACK
+                    await connection.execution_options(isolation_level="AUTOCOMMIT")
+                row = (await connection.execute(_TRIAL_JOB_STATE, parameters)).first()
         if row is None:
             return None
         return TrialJobState(row.status, bool(row.stored), bool(row.judge_pending), int(row.attempt))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -11,7 +12,7 @@ from typing import Any
 
 import aiosqlite
 import pytest
-from sqlalchemy import event, select, update
+from sqlalchemy import Engine, event, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from api.db.engine import create_engine
@@ -175,31 +176,39 @@ async def test_transcript_longer_than_one_insert_is_stored_whole_and_in_order(
 
 
 async def test_postgresql_stores_a_trial_in_one_statement_up_to_one_insert_of_messages(
-    repo: AssessmentRepository,
+    repo: AssessmentRepository, request: pytest.FixtureRequest
 ) -> None:
     """On PostgreSQL a trial whose transcript fits one INSERT (MESSAGES_PER_INSERT) is stored by one statement
     in autocommit (one round trip instead of five); one message more takes the transaction and its batches.
-    SQLite always takes the transaction. Either way the trial comes back whole, is counted once, and the
-    running time kept is the largest reported."""
+    SQLite always takes the transaction, all of it on the file's own thread (one hop from the event loop, not
+    one per statement). Either way the trial comes back whole, is counted once, and the running time kept is
+    the largest reported."""
     record, _ = await repo.create(new(trials=4))
     base = trial("7", 0)
     statements: list[str] = []
+    threads: set[str] = set()
 
     def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
         statements.append(statement.split()[0].upper())
+        threads.add(threading.current_thread().name)
 
-    event.listen(repo._engine.sync_engine, "before_cursor_execute", count)
     postgresql = repo._engine.dialect.name == "postgresql"
+    # Every engine (the SQLite thread has a synchronous one of its own).
+    event.listen(Engine, "before_cursor_execute", count)
+    request.addfinalizer(lambda: event.remove(Engine, "before_cursor_execute", count))
     for n, length, run_seconds in ((0, MESSAGES_PER_INSERT, 5.0), (1, MESSAGES_PER_INSERT + 1, None)):
         messages = [m.model_copy(update={"index": i}) for i, m in zip(range(length), cycle(base.transcript))]
         stored = base.model_copy(update={"trial": n, "transcript": messages})
         statements.clear()
+        threads.clear()
         assert await repo.save_trial(record.id, stored, run_seconds=run_seconds) == n + 1
         if postgresql and length <= MESSAGES_PER_INSERT:
             assert statements == ["WITH"]
         else:  # the trial, its batches of messages, the verdicts, then the count
             batches = -(-length // MESSAGES_PER_INSERT)
             assert statements == ["INSERT"] * (2 + batches) + ["UPDATE"]
+        if not postgresql:
+            assert len(threads) == 1 and threads.pop().startswith("sqlite-trials")
         assert await repo.get_trial(record.id, "7", n) == stored
         assert await repo.save_trial(record.id, stored) is None
     current = await repo.get(record.id)
