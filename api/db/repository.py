@@ -35,11 +35,12 @@ from sqlalchemy import (
     true,
     update,
 )
-from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.exc import IntegrityError, NoResultFound
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import raiseload, selectinload
 
+from api.db.direct import DirectStatement, fetch_row
 from api.db.engine import sqlite_thread
 from api.db.tables import (
     DEFAULT_DOMAIN,
@@ -552,6 +553,14 @@ def _one_trial(assessment_id: str, key: tuple[str, int]) -> tuple[ColumnElement[
     )
 
 
+class _DirectStatements:
+    """The trial path's statements compiled for PostgreSQL (api/db/direct.py)."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.trial_job_state = DirectStatement(_TRIAL_JOB_STATE, dialect)
+        self.save_trial = DirectStatement(_SAVE_TRIAL_AT_ONCE, dialect)
+
+
 class AssessmentRepository:
     """Owns the queries and transactions over assessments, trials, transcripts and verdicts."""
 
@@ -563,8 +572,10 @@ class AssessmentRepository:
         # loaded machine, outlasted the busy timeout ("database is locked"); queueing them here instead
         # makes writers wait their turn, in order. Readers are not queued (WAL). PostgreSQL needs none.
         self._write_lock = asyncio.Lock() if engine.dialect.name == "sqlite" else None
-        # A file's trial path (each job's opening read, each trial's save) runs on a thread of its own.
+        # The trial path (each job's opening read, each trial's save) skips the async layers: on SQLite it
+        # runs on a thread of its own, on PostgreSQL straight on asyncpg.
         self._sqlite_thread = sqlite_thread(engine)
+        self._direct = _DirectStatements(engine.dialect) if engine.dialect.name == "postgresql" else None
 
     @contextlib.asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:
@@ -900,9 +911,11 @@ class AssessmentRepository:
             # The statement keeps the larger of the two: no running time given keeps the stored one.
             "run_seconds": run_seconds if run_seconds is not None else 0.0,
         }
-        async with self._engine.connect() as connection:
-            await connection.execution_options(isolation_level="AUTOCOMMIT")
-            return int((await connection.execute(_SAVE_TRIAL_AT_ONCE, parameters)).scalar_one())
+        assert self._direct is not None
+        row = await fetch_row(self._engine, self._direct.save_trial, parameters)
+        if row is None:  # pragma: no cover - the UPDATE always finds the assessment the INSERT referenced
+            raise NoResultFound(f"assessment {assessment_id} was not found when counting its trial")
+        return int(row[0])
 
     async def trial_keys(self, assessment_id: str) -> list[tuple[str, int]]:
         """(task id, trial) of every stored trial of the assessment."""
@@ -916,16 +929,18 @@ class AssessmentRepository:
         """The assessment's status and whether this trial of it is stored; None when there is no such
         assessment."""
         parameters = {"assessment": assessment_id, "task_id": task_id, "trial": trial}
-        if self._sqlite_thread is not None:
+        row: Any
+        if self._direct is not None:
+            row = await fetch_row(self._engine, self._direct.trial_job_state, parameters)
+        elif self._sqlite_thread is not None:
             row = await self._sqlite_thread.run(lambda c: c.execute(_TRIAL_JOB_STATE, parameters).first())
         else:
             async with self._engine.connect() as connection:
-                if self._engine.dialect.name == "postgresql":  # one statement: no BEGIN, no ROLLBACK
-                    await connection.execution_options(isolation_level="AUTOCOMMIT")
                 row = (await connection.execute(_TRIAL_JOB_STATE, parameters)).first()
         if row is None:
             return None
-        return TrialJobState(row.status, bool(row.stored), bool(row.judge_pending), int(row.attempt))
+        status, attempt, stored, judge_pending = row
+        return TrialJobState(status, bool(stored), bool(judge_pending), int(attempt))
 
     async def trial_stored(self, assessment_id: str, task_id: str, trial: int) -> bool:
         async with self._engine.connect() as connection:

@@ -15,6 +15,8 @@ import pytest
 from sqlalchemy import Engine, event, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from api.db import repository as repository_module
+from api.db.direct import DirectStatement
 from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import (
@@ -176,10 +178,11 @@ async def test_transcript_longer_than_one_insert_is_stored_whole_and_in_order(
 
 
 async def test_postgresql_stores_a_trial_in_one_statement_up_to_one_insert_of_messages(
-    repo: AssessmentRepository, request: pytest.FixtureRequest
+    repo: AssessmentRepository, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On PostgreSQL a trial whose transcript fits one INSERT (MESSAGES_PER_INSERT) is stored by one statement
-    in autocommit (one round trip instead of five); one message more takes the transaction and its batches.
+    in autocommit (one round trip instead of five), run straight on asyncpg (api/db/direct.py: nothing goes
+    through SQLAlchemy's cursor); one message more takes the transaction and its batches.
     SQLite always takes the transaction, all of it on the file's own thread (one hop from the event loop, not
     one per statement). Either way the trial comes back whole, is counted once, and the running time kept is
     the largest reported."""
@@ -193,6 +196,14 @@ async def test_postgresql_stores_a_trial_in_one_statement_up_to_one_insert_of_me
         threads.add(threading.current_thread().name)
 
     postgresql = repo._engine.dialect.name == "postgresql"
+    direct: list[str] = []
+    run_direct = repository_module.fetch_row
+
+    async def fetch_row(engine: Any, statement: DirectStatement, parameters: Any) -> Any:
+        direct.append(statement.sql.split()[0].upper())
+        return await run_direct(engine, statement, parameters)
+
+    monkeypatch.setattr(repository_module, "fetch_row", fetch_row)
     # Every engine (the SQLite thread has a synchronous one of its own).
     event.listen(Engine, "before_cursor_execute", count)
     request.addfinalizer(lambda: event.remove(Engine, "before_cursor_execute", count))
@@ -201,9 +212,10 @@ async def test_postgresql_stores_a_trial_in_one_statement_up_to_one_insert_of_me
         stored = base.model_copy(update={"trial": n, "transcript": messages})
         statements.clear()
         threads.clear()
+        direct.clear()
         assert await repo.save_trial(record.id, stored, run_seconds=run_seconds) == n + 1
         if postgresql and length <= MESSAGES_PER_INSERT:
-            assert statements == ["WITH"]
+            assert statements == [] and direct == ["WITH"]
         else:  # the trial, its batches of messages, the verdicts, then the count
             batches = -(-length // MESSAGES_PER_INSERT)
             assert statements == ["INSERT"] * (2 + batches) + ["UPDATE"]
