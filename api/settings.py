@@ -331,6 +331,13 @@ class Settings(BaseSettings):
         le=1024,
         description="glibc malloc arenas per process (MALLOC_ARENA_MAX); 0 = the C library's default.",
     )
+    gc_gen0_threshold: int = Field(
+        default=50_000,
+        ge=0,
+        le=10_000_000,
+        description="Allocations of container objects between two collections of Python's youngest "
+        "generation (gc.set_threshold); 0 = Python's default (700).",
+    )
     queue_pool_size: int = Field(
         default=5, ge=2, le=1000, description="PostgreSQL connections each process keeps for the job queue."
     )

@@ -23,6 +23,8 @@ from typing import Literal
 
 import uvloop
 
+from api.runtime.memory import tune_garbage_collector
+from api.settings import default_of
 from bench.harness import (
     DEFAULT_PG_URL,
     RunResult,
@@ -61,6 +63,7 @@ class Options:
 
 
 async def measure(options: Options) -> list[tuple[Storage, RunResult]]:
+    tune_garbage_collector(default_of("gc_gen0_threshold"))  # as open_runtime does (the bare engine too)
     started, cpu = time.perf_counter(), time.process_time()
     data = await asyncio.to_thread(load_domain, options.domain)
     print(

@@ -29,7 +29,7 @@ from api.db.engine import create_engine
 from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository
 from api.db.tables import TranscriptMessageRow, TrialRow
-from api.runtime.memory import limit_malloc_arenas
+from api.runtime.memory import limit_malloc_arenas, tune_garbage_collector
 from api.runtime.queue import QueueSettings
 from api.runtime.runtime import freeze_startup_objects, open_service
 from api.runtime.service import AssessmentService
@@ -89,7 +89,8 @@ class GreenAgent:
 async def green_agent_service(
     database_url: str, settings: EngineSettings, data: DomainData
 ) -> AsyncIterator[GreenAgent]:
-    limit_malloc_arenas(default_of("malloc_arenas"))  # as open_runtime does, with the default setting
+    limit_malloc_arenas(default_of("malloc_arenas"))  # as open_runtime does, with the default settings
+    tune_garbage_collector(default_of("gc_gen0_threshold"))
     database = create_engine(database_url)
     freeze_startup_objects()  # as the service does once the data is loaded
     try:

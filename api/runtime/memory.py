@@ -1,5 +1,11 @@
 """Process-wide memory settings, applied once when a process opens its runtime (before its threads start).
 
+Python's cycle collector runs its youngest generation every 700 allocations of container objects (more
+allocated than freed) by default: a trial allocates tens of thousands (messages, JSON, the domain's records)
+and frees nearly all of them by reference counting, so most of those collections find nothing and only cost:
+5-7% of the green agent's CPU per turn (`bench.full_assessment --domain telecom`, docs/benchmarks.md). A
+larger threshold keeps the collector, with as many objects at most waiting between two runs.
+
 glibc's malloc gives each thread that allocates an arena of its own, up to 8 per core, and keeps what an arena
 once held. A service process has a few threads that allocate: the event loop, one per SQLite connection
 (aiosqlite) and `asyncio.to_thread` workers. Their arenas together held ~3.5 MiB more RSS after a 114 x 4
@@ -10,6 +16,7 @@ allocation happens under the GIL, so the threads seldom contend for an arena.
 from __future__ import annotations
 
 import ctypes
+import gc
 import logging
 
 logger = logging.getLogger(__name__)
@@ -34,3 +41,12 @@ def limit_malloc_arenas(arenas: int) -> bool:
     if not taken:
         logger.debug("the C library refused a cap of %d malloc arenas", arenas)
     return taken
+
+
+def tune_garbage_collector(gen0_threshold: int) -> None:
+    """Collect the youngest generation every `gen0_threshold` net allocations (the older generations keep
+    their ratios); 0 leaves Python's default."""
+    if gen0_threshold <= 0:
+        return
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(gen0_threshold, gen1, gen2)

@@ -31,7 +31,7 @@ from api.db.engine import create_engine
 from api.db.migrate import schema_lock, upgrade
 from api.db.repository import AssessmentRepository, RunnerLease
 from api.runtime.events import EventRelay, ProgressHub, RelaySettings
-from api.runtime.memory import limit_malloc_arenas
+from api.runtime.memory import limit_malloc_arenas, tune_garbage_collector
 from api.runtime.metrics import AGENT_HOSTS, measure_loop_lag
 from api.runtime.queue import QueueSettings, TrialQueue
 from api.runtime.service import AssessmentService
@@ -180,6 +180,7 @@ async def open_runtime(
     listeners can be attached first. `take_over` False: on SQLite, leave other processes' unfinished
     assessments alone even when their runner is gone (`run` and `demo` run only their own)."""
     limit_malloc_arenas(settings.malloc_arenas)  # before the first database connection starts its thread
+    tune_garbage_collector(settings.gc_gen0_threshold)
     owns_database = database is None
     database = database or create_engine(
         settings.database_url,
