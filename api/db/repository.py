@@ -577,6 +577,11 @@ class AssessmentRepository:
         self._sqlite_thread = sqlite_thread(engine)
         self._direct = _DirectStatements(engine.dialect) if engine.dialect.name == "postgresql" else None
 
+    @property
+    def database(self) -> AsyncEngine:
+        """The engine the repository runs on (its pool also serves the job queue's hot statements)."""
+        return self._engine
+
     @contextlib.asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:
         """Held around every write transaction."""

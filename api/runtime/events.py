@@ -25,6 +25,7 @@ import psycopg
 from procrastinate import BaseConnector
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from api.runtime.queue_connector import NOTIFY_BATCH
 from api.settings import Settings, default_of
 from green_agent.core.models import TrialStarted, TurnTaken
 
@@ -370,11 +371,7 @@ class EventRelay:
                 batch.append(self._outbox.get_nowait())
             while True:
                 try:
-                    await self._connector.execute_query_async(
-                        "SELECT pg_notify(%(channel)s, payload) FROM unnest(%(payloads)s::text[]) AS payload",
-                        channel=CHANNEL,
-                        payloads=batch,
-                    )
+                    await self._connector.execute_query_async(NOTIFY_BATCH, channel=CHANNEL, payloads=batch)
                     break
                 except Exception as exc:  # the database is away: keep the batch and try again
                     logger.warning("progress relay cannot notify (%s: %s)", type(exc).__name__, exc)

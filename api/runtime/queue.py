@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import weakref
@@ -36,7 +37,9 @@ from procrastinate.testing import InMemoryConnector
 from procrastinate.utils import utcnow
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.runtime.queue_connector import QueueConnector
 from api.settings import Settings, default_of
 
 logger = logging.getLogger(__name__)
@@ -222,12 +225,21 @@ TrialHandler = Callable[[JobContext, str, str, int], Awaitable[None]]
 class TrialQueue:
     """The procrastinate app of the service: enqueue, cancel, run workers, sweep stalled jobs."""
 
-    def __init__(self, database_url: str, settings: QueueSettings) -> None:
+    def __init__(
+        self, database_url: str, settings: QueueSettings, database: AsyncEngine | None = None
+    ) -> None:
+        """`database`: the service's engine on the same PostgreSQL database, whose asyncpg pool then runs the
+        three statements every job makes (`QueueConnector`); without it all go through psycopg."""
         self.settings = settings
         self.persistent = make_url(database_url).get_backend_name() == "postgresql"
         connector: procrastinate.BaseConnector
         if self.persistent:
-            connector = procrastinate.PsycopgConnector(
+            psycopg_connector = (
+                functools.partial(QueueConnector, database=database)
+                if database is not None
+                else procrastinate.PsycopgConnector
+            )
+            connector = psycopg_connector(
                 conninfo=psycopg_conninfo(database_url),
                 min_size=1,
                 max_size=settings.pool_size,

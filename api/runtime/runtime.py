@@ -116,7 +116,7 @@ async def open_service(
     a queue worker running trials in this process; all stopped on exit (workers first). On SQLite a process
     with a worker claims what it runs (`RunnerLease`, renewed every heartbeat, released on exit) and, when
     `take_over`, resumes assessments whose runner is gone; `run` and `demo` pass False: they run their own."""
-    queue = TrialQueue(database_url, queue_settings)
+    queue = TrialQueue(database_url, queue_settings, database=repository.database)
     await queue.open()
     background: list[asyncio.Task[None]] = []
     try:

@@ -24,18 +24,19 @@ A = "aaaaaaaa-0000-4000-8000-000000000000"
 
 @pytest.fixture
 async def queue(database_url: str) -> AsyncIterator[TrialQueue]:
+    """The queue as the service opens it: on PostgreSQL its hot statements on the service's asyncpg pool."""
     engine = create_engine(database_url)
     try:
         await upgrade(engine)
+        trial_queue = TrialQueue(database_url, QueueSettings(), database=engine)
+        trial_queue.register(lambda *args: None)  # type: ignore[arg-type]
+        await trial_queue.open()
+        try:
+            yield trial_queue
+        finally:
+            await trial_queue.close()
     finally:
         await engine.dispose()
-    trial_queue = TrialQueue(database_url, QueueSettings())
-    trial_queue.register(lambda *args: None)  # type: ignore[arg-type]
-    await trial_queue.open()
-    try:
-        yield trial_queue
-    finally:
-        await trial_queue.close()
 
 
 async def test_no_trial_waits_twice_and_cancel_reaches_running_jobs(queue: TrialQueue) -> None:
