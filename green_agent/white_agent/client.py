@@ -187,6 +187,8 @@ class _CachedCard:
     card: AgentCard
     clients: dict[int, Client] = field(default_factory=dict)
     history_length: int = field(init=False)
+    judged_under: EgressPolicy | None = None
+    """The policy the agent URL and the card's endpoints were last found acceptable under."""
 
     def __post_init__(self) -> None:
         self.history_length = history_length_for(self.card)
@@ -300,13 +302,17 @@ class WhiteAgentPool:
         key = card_key(agent_url, headers)
         cached = self._cards.get(key)
         if cached is not None:
-            # The cache belongs to this pool's policy; the URL and the card's endpoints are judged again at
-            # every use all the same (cheap: no resolution), so a cached card never outlives the decision.
-            reason = self.policy.url_refusal(agent_url)
-            if reason is not None:
-                self._cards.pop(key)
-                raise AgentEgressError(f"the agent URL is refused: {reason}")
-            self._check_endpoints(cached.card)
+            # The cache belongs to this pool's policy; the URL and the card's endpoints are judged against it
+            # at the entry's first use (the addresses behind them at every connection). The policy and the
+            # card do not change while the entry lives, so neither does the answer: later uses skip it
+            # (~30 us a trial, 2-3% of the green agent's CPU per trial in telecom).
+            if cached.judged_under is not self.policy:
+                reason = self.policy.url_refusal(agent_url)
+                if reason is not None:
+                    self._cards.pop(key)
+                    raise AgentEgressError(f"the agent URL is refused: {reason}")
+                self._check_endpoints(cached.card)
+                cached.judged_under = self.policy
             return cached
         fetching = self._fetching.get(key)
         if fetching is None:

@@ -118,3 +118,38 @@ async def test_conversations_of_a_client_share_one_a2a_client_until_the_card_cha
                 assert reply.text or reply.data
     finally:
         await pool.aclose()
+
+
+async def test_a_cached_card_is_judged_once_per_policy(
+    data: RetailData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent URL and the card's endpoints are judged against the pool's policy at the cached card's first
+    use, not at every trial; a different policy judges them again (here: one that refuses loopback)."""
+    from green_agent.white_agent.egress import AgentEgressError, EgressPolicy
+
+    judged: list[str] = []
+    url_refusal = EgressPolicy.url_refusal
+
+    def counted(self: EgressPolicy, url: str) -> str | None:
+        judged.append(url)
+        return url_refusal(self, url)
+
+    monkeypatch.setattr(EgressPolicy, "url_refusal", counted)
+    pool = WhiteAgentPool(ClientLimits(conversations_per_client=1))
+    try:
+        async with serve_reference_agent("oracle", data=data) as url:
+            async with pool.conversation(url, turn_timeout_s=10):
+                pass  # fetched: the endpoints judged as the card is cached
+            async with pool.conversation(url, turn_timeout_s=10):
+                pass  # first use of the cached card: URL and endpoints judged
+            after_first_use = len(judged)
+            for _ in range(3):
+                async with pool.conversation(url, turn_timeout_s=10):
+                    pass
+            assert len(judged) == after_first_use  # not again under the same policy
+            pool.policy = EgressPolicy(allow_private=False)
+            with pytest.raises(AgentEgressError, match="refused"):
+                async with pool.conversation(url, turn_timeout_s=10):
+                    pass
+    finally:
+        await pool.aclose()
