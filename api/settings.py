@@ -332,7 +332,7 @@ class Settings(BaseSettings):
         description="glibc malloc arenas per process (MALLOC_ARENA_MAX); 0 = the C library's default.",
     )
     gc_gen0_threshold: int = Field(
-        default=50_000,
+        default=10_000,
         ge=0,
         le=10_000_000,
         description="Allocations of container objects between two collections of Python's youngest "
