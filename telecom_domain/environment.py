@@ -58,8 +58,11 @@ class TelecomEnvironment:
     """The two databases of one trial and both parties' tools. ``seed`` names new draft bills (upstream
     draws them at random): a trial, its replay and the gold replay of one task name them alike."""
 
-    def __init__(self, db: TelecomDB, user_db: TelecomUserDB, seed: str = "") -> None:
-        self.tools = TelecomTools(db, bill_ids=random.Random(seed))
+    def __init__(
+        self, db: TelecomDB, user_db: TelecomUserDB, seed: str = "", *, bill_ids: random.Random | None = None
+    ) -> None:
+        """``bill_ids``: the generator itself, as a snapshot of an environment kept it (else seeded)."""
+        self.tools = TelecomTools(db, bill_ids=bill_ids if bill_ids is not None else random.Random(seed))
         self.user_tools = TelecomUserTools(user_db)
         self.sync()  # as upstream's constructor (a no-op until the customer's phone number is known)
 
@@ -98,6 +101,14 @@ class TelecomEnvironment:
             return ToolResult(render(result), False)
         except Exception as exc:
             return ToolResult(render(f"Error: {exc}"), True)
+
+    def replay(self, name: str, arguments: Mapping[str, Any] | None, requestor: Requestor) -> None:
+        """`call` without the text of its result (a replay keeps only what a call changed); never raises."""
+        try:
+            self.make_tool_call(name, arguments, requestor)
+            self.sync()
+        except Exception:  # as `call`: a write made before the failure stays
+            return
 
     def make_tool_call(
         self, name: str, arguments: Mapping[str, Any] | None = None, requestor: str = "assistant"

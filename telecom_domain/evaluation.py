@@ -48,7 +48,7 @@ def replay_trajectory(task: Task, fresh: NewEnvironment, calls: Sequence[ToolCal
     env = fresh(task)
     for call in calls:
         if call.name in MUTATING_TOOLS:
-            env.call(call.name, call.arguments, call.requestor)
+            env.replay(call.name, call.arguments, call.requestor)
     env.sync()
     return env
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,6 +57,11 @@ class TelecomData(DomainCatalog):
         # Each trial starts from a copy of the pristine databases: unpickling a snapshot taken once costs a
         # fifth of a deep copy (0.15 against 0.73 ms for the provider's records).
         self._snapshot = pickle.dumps((db, user_db), pickle.HIGHEST_PROTOCOL)
+        # And, for the tasks kept parsed (the default split: bounded by the data), a snapshot of the task's
+        # initial state, taken on first use: a trial and its evaluation each start from it instead of
+        # setting the state up again (the merge and rebuild of both databases, the setup calls: ~0.1 ms).
+        self._task_snapshots: dict[str, bytes] = {}
+        self._task_snapshots_lock = threading.Lock()
 
     def task_id_hint(self) -> str:
         return "ids look like '[mobile_data_issue]airplane_mode_on|data_mode_off[PERSONA:None]'"
@@ -79,8 +85,16 @@ class TelecomData(DomainCatalog):
         return db, user_db
 
     def _task_environment(self, task: Task) -> TelecomEnvironment:
+        snapshot = self._task_snapshots.get(task.id)
+        if snapshot is not None:
+            db, user_db, bill_ids = pickle.loads(snapshot)
+            return TelecomEnvironment(db, user_db, bill_ids=bill_ids)
         env = TelecomEnvironment(*self._pristine(), seed=task.id)
         apply_initial_state(env, task.initial_state)
+        if self.tasks.is_kept(task.id):
+            taken = pickle.dumps((env.db, env.user_db, env.tools.bill_ids), pickle.HIGHEST_PROTOCOL)
+            with self._task_snapshots_lock:  # environments are made on several threads (the gold replay)
+                self._task_snapshots.setdefault(task.id, taken)
         return env
 
     def initial_db_hash(self) -> str:

@@ -26,7 +26,7 @@ class TelecomTools:
         self.db = db
         # Upstream names a new draft bill with uuid4 (random). A seeded generator per environment keeps a
         # trial, its replay and the gold replay equal; the name's shape is upstream's.
-        self._bill_ids = bill_ids or random.Random(0)
+        self.bill_ids = bill_ids or random.Random(0)
 
     # ------------------------------------------------------------------ lookups (first match in list order)
 
@@ -203,7 +203,7 @@ class TelecomTools:
         if draft is None:
             start = _first_day_of_next_month(TODAY)
             draft = Bill(
-                bill_id=f"B{self._bill_ids.getrandbits(32):08x}",
+                bill_id=f"B{self.bill_ids.getrandbits(32):08x}",
                 customer_id=customer_id,
                 period_start=start,
                 period_end=_first_day_of_next_month(start) - datetime.timedelta(days=1),

@@ -61,6 +61,10 @@ class TaskIndex(Mapping[str, Task]):
     def __contains__(self, task_id: object) -> bool:
         return task_id in self._spans
 
+    def is_kept(self, task_id: str) -> bool:
+        """Whether the task is kept parsed (a task of the default split)."""
+        return task_id in self._kept
+
     def document(self, task_id: str) -> dict[str, Any]:
         """The task as tasks.json holds it, freshly parsed (the caller owns it). KeyError if unknown."""
         start, end = self._spans[task_id]
