@@ -4,30 +4,23 @@ duplicate, a trial of no assessment is a real failure; and what it stores reads 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
-from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from api.db.direct import as_sqlalchemy_error
-from api.db.engine import create_engine
-from api.db.migrate import upgrade
 from api.db.repository import AssessmentRepository, NewAssessment
 from api.runtime.queue import is_transient
 from green_agent.core.models import ToolCallRecord, TranscriptMessage, TrialResult
+from tests.support.postgres import one_connection_engine, terminate_pooled_connection
 
 
 @pytest.fixture
 async def repo(pg_database: str) -> AsyncIterator[AssessmentRepository]:
-    migrating = create_engine(pg_database)
-    await upgrade(migrating)
-    await migrating.dispose()
-    # One pooled connection, checked only after a minute idle: the dropped one is met, not pinged away.
-    engine = create_engine(pg_database, pool_size=1, max_overflow=0, ping_after_idle_s=60)
+    engine = await one_connection_engine(pg_database)
     yield AssessmentRepository(engine)
     await engine.dispose()
 
@@ -82,15 +75,7 @@ async def test_a_dropped_connection_is_a_passing_failure_and_is_replaced(
     repo: AssessmentRepository, pg_database: str
 ) -> None:
     record, _ = await repo.create(new_assessment())
-    engine = repo._engine
-    async with engine.connect() as connection:
-        pid = (await connection.execute(text("SELECT pg_backend_pid()"))).scalar_one()
-    admin = await asyncpg.connect(pg_database.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        await admin.execute("SELECT pg_terminate_backend($1)", pid)
-        await asyncio.sleep(0.1)
-    finally:
-        await admin.close()
+    await terminate_pooled_connection(repo.database, pg_database)
     with pytest.raises(DBAPIError) as raised:
         await repo.trial_job_state(record.id, "7", 0)
     assert is_transient(raised.value)

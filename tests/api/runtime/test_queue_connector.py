@@ -17,10 +17,9 @@ from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.db.engine import create_engine
-from api.db.migrate import upgrade
 from api.runtime.queue import QueueSettings, TrialQueue
 from api.runtime.queue_connector import NOTIFY_BATCH, QueueConnector
+from tests.support.postgres import one_connection_engine, terminate_pooled_connection
 
 A = "aaaaaaaa-0000-4000-8000-00000000000a"
 HOT = {sql.queries["fetch_job"], sql.queries["finish_job"], sql.queries["defer_jobs"], NOTIFY_BATCH}
@@ -28,11 +27,7 @@ HOT = {sql.queries["fetch_job"], sql.queries["finish_job"], sql.queries["defer_j
 
 @pytest.fixture
 async def database(pg_database: str) -> AsyncIterator[AsyncEngine]:
-    migrating = create_engine(pg_database)
-    await upgrade(migrating)
-    await migrating.dispose()
-    # One pooled connection, checked only after a minute idle: a dropped one is met, not pinged away.
-    engine = create_engine(pg_database, pool_size=1, max_overflow=0, ping_after_idle_s=60)
+    engine = await one_connection_engine(pg_database)
     yield engine
     await engine.dispose()
 
@@ -101,14 +96,7 @@ async def test_a_dropped_connection_is_a_connector_error_and_is_replaced(
     pg_database: str, database: AsyncEngine
 ) -> None:
     connector = QueueConnector(database=database, conninfo=pg_database.replace("+asyncpg", ""))
-    async with database.connect() as connection:
-        pid = (await connection.execute(text("SELECT pg_backend_pid()"))).scalar_one()
-    admin = await asyncpg.connect(pg_database.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        await admin.execute("SELECT pg_terminate_backend($1)", pid)
-        await asyncio.sleep(0.1)
-    finally:
-        await admin.close()
+    await terminate_pooled_connection(database, pg_database)
     fetch = {"query": sql.queries["fetch_job"], "queues": None, "worker_id": None}
     with pytest.raises(ConnectorException):
         await connector.execute_query_one_async(**fetch)
