@@ -456,10 +456,11 @@ _VERDICTS = cast(Table, NLVerdictRow.__table__)
 _INSERT_TRIAL = insert(_TRIALS).returning(_TRIALS.c.id)
 _INSERT_MESSAGES = insert(_MESSAGES)
 MESSAGES_PER_INSERT = 128
-"""Transcript rows per INSERT of `save_trial`. Each batch is one await, so that storing a transcript of
-thousands of messages (up to `max_steps` replies of `max_tool_calls` calls each) never holds the event loop
-for long: the rows' parameters are built and encoded on it, ~10 us per row (docs/benchmarks.md, hostile white
-agents); in one INSERT, a trial at `max_transcript_bytes` took up to 63 ms."""
+"""Transcript rows per INSERT of `save_trial`. Where the rows are built on the event loop (PostgreSQL past one
+INSERT, an in-memory SQLite), each batch is one await, so that storing a transcript of thousands of messages
+(up to `max_steps` replies of `max_tool_calls` calls each) never holds the loop for long: ~10 us per row
+(docs/benchmarks.md, hostile white agents); in one INSERT, a trial at `max_transcript_bytes` took up to 63 ms.
+A SQLite file builds them on its own thread (api/db/sqlite_thread.py)."""
 _INSERT_VERDICTS = insert(_VERDICTS)
 # An increment, not a COUNT: under PostgreSQL's READ COMMITTED a concurrently committed trial is invisible
 # to this statement's COUNT, but the increment applies to the row's latest version. The unique trial key
