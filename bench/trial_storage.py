@@ -17,7 +17,10 @@ import time
 from collections.abc import Awaitable, Callable
 
 import uvloop
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.db.engine import create_engine
+from api.db.migrate import upgrade
 from api.runtime.queue import QueueSettings, TrialQueue
 from bench.harness import DatabaseKind, engine_settings, fresh_database, green_agent_service, run_measured
 from bench.procstats import machine_busy_seconds
@@ -35,9 +38,9 @@ async def _cpu_per_call(operation: Operation, calls: int, offset: int) -> float:
     return 1000 * (time.process_time() - started) / calls
 
 
-async def _enqueue_cost(database_url: str, calls: int) -> float:
+async def _enqueue_cost(database_url: str, calls: int, database: AsyncEngine | None) -> float:
     """CPU per `enqueue` of one job (a queue without a worker: nothing runs them)."""
-    queue = TrialQueue(database_url, QueueSettings())
+    queue = TrialQueue(database_url, QueueSettings(), database=database)
     queue.register(lambda *args: asyncio.sleep(0))
     await queue.open()
     try:
@@ -47,10 +50,11 @@ async def _enqueue_cost(database_url: str, calls: int) -> float:
         await queue.close()
 
 
-async def _procrastinate_job_cost(database_url: str, jobs: int) -> float:
+async def _procrastinate_job_cost(database_url: str, jobs: int, database: AsyncEngine | None) -> float:
     """CPU per job of procrastinate alone: a worker running no-op jobs, each queueing the next (as trial jobs
-    do), 32 at a time."""
-    queue = TrialQueue(database_url, QueueSettings(worker_concurrency=32))
+    do), 32 at a time. With `database` (PostgreSQL), its hot statements on that engine's asyncpg pool, as
+    the service opens the queue."""
+    queue = TrialQueue(database_url, QueueSettings(worker_concurrency=32), database=database)
     done = asyncio.Event()
     count = 0
 
@@ -124,18 +128,18 @@ async def measure(kind: DatabaseKind, calls: int, rounds: int) -> dict[str, list
                     offset = r * calls
                     results.setdefault(name, []).append(await _cpu_per_call(operation, calls, offset))
         async with fresh_database(kind) as url:
-            if kind == "postgres":
-                from api.db.engine import create_engine
-                from api.db.migrate import upgrade
-
-                database = create_engine(url)
-                await upgrade(database)
-                await database.dispose()
-            for _ in range(rounds):
-                cost = await _enqueue_cost(url, calls)
-                results.setdefault("queue.enqueue (one job)", []).append(cost)
-                cost = await _procrastinate_job_cost(url, 500)
-                results.setdefault("procrastinate job (fetch, run, finish, defer next)", []).append(cost)
+            database = create_engine(url) if kind == "postgres" else None
+            try:
+                if database is not None:
+                    await upgrade(database)
+                for _ in range(rounds):
+                    cost = await _enqueue_cost(url, calls, database)
+                    results.setdefault("queue.enqueue (one job)", []).append(cost)
+                    cost = await _procrastinate_job_cost(url, 500, database)
+                    results.setdefault("procrastinate job (fetch, run, finish, defer next)", []).append(cost)
+            finally:
+                if database is not None:
+                    await database.dispose()
     return results
 
 
