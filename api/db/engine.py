@@ -82,8 +82,8 @@ def _sqlite_pragmas(busy_timeout_s: float, cache_kib: int) -> Callable[[Any, Any
     return on_connect
 
 
-_SQLITE_PRAGMAS: weakref.WeakKeyDictionary[Engine, tuple[float, int]] = weakref.WeakKeyDictionary()
-"""The busy timeout and cache size each SQLite engine was made with (for its `sqlite_thread`)."""
+_SQLITE_THREADS: weakref.WeakKeyDictionary[Engine, SQLiteThread] = weakref.WeakKeyDictionary()
+"""The trial-path thread of each SQLite file engine `create_engine` made (see `sqlite_thread`)."""
 
 
 def create_engine(
@@ -105,7 +105,7 @@ def create_engine(
             url = url.set(drivername="sqlite+aiosqlite_idle_rollback")
         engine = create_async_engine(url, connect_args={"timeout": sqlite_busy_timeout_s})
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(sqlite_busy_timeout_s, sqlite_cache_kib))
-        _SQLITE_PRAGMAS[engine.sync_engine] = (sqlite_busy_timeout_s, sqlite_cache_kib)
+        _add_sqlite_thread(engine, sqlite_busy_timeout_s, sqlite_cache_kib)
         return engine
     # A connection attempt to an unreachable server gives up after `connect_timeout_s` (asyncpg's default is
     # 60 s), so storage errors surface, and are retried, while the database is away.
@@ -119,23 +119,21 @@ def create_engine(
     return engine
 
 
-_SQLITE_THREADS: weakref.WeakKeyDictionary[Engine, SQLiteThread] = weakref.WeakKeyDictionary()
+def _add_sqlite_thread(engine: AsyncEngine, busy_timeout_s: float, cache_kib: int) -> None:
+    """Give an SQLite file engine its trial-path thread (started on first use; closed with the engine)."""
+    url = sqlite_file_url(engine.url)
+    if url is None:
+        return
+    pragmas = _sqlite_pragmas(busy_timeout_s, cache_kib)
+    thread = SQLiteThread(url, connect_args={"timeout": busy_timeout_s}, on_connect=[pragmas])
+    _SQLITE_THREADS[engine.sync_engine] = thread
+    event.listen(engine.sync_engine, "engine_disposed", lambda _engine: thread.close())
 
 
 def sqlite_thread(engine: AsyncEngine) -> SQLiteThread | None:
-    """The thread that runs `engine`'s trial-path transactions when its database is an SQLite file (one per
-    engine, closed when the engine is disposed); None for PostgreSQL and in-memory SQLite."""
-    found = _SQLITE_THREADS.get(engine.sync_engine)
-    if found is not None:
-        return found
-    url = sqlite_file_url(engine.url)
-    if url is None:
-        return None
-    pragmas = _SQLITE_PRAGMAS.get(engine.sync_engine, (SQLITE_BUSY_TIMEOUT_S, SQLITE_CACHE_KIB))
-    thread = SQLiteThread(url, connect_args={"timeout": pragmas[0]}, on_connect=[_sqlite_pragmas(*pragmas)])
-    _SQLITE_THREADS[engine.sync_engine] = thread
-    event.listen(engine.sync_engine, "engine_disposed", lambda _engine: thread.close())
-    return thread
+    """The thread that runs `engine`'s trial-path transactions when it is an SQLite file engine made by
+    `create_engine`; None otherwise (PostgreSQL, in-memory SQLite: the async path)."""
+    return _SQLITE_THREADS.get(engine.sync_engine)
 
 
 def _ping_when_idle(engine: AsyncEngine, idle_s: float) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 import weakref
@@ -234,20 +233,19 @@ class TrialQueue:
         self.persistent = make_url(database_url).get_backend_name() == "postgresql"
         connector: procrastinate.BaseConnector
         if self.persistent:
-            psycopg_connector = (
-                functools.partial(QueueConnector, database=database)
-                if database is not None
-                else procrastinate.PsycopgConnector
-            )
-            connector = psycopg_connector(
-                conninfo=psycopg_conninfo(database_url),
-                min_size=1,
-                max_size=settings.pool_size,
-                timeout=max(settings.connect_timeout_s * 2, 10.0),
-                kwargs={"connect_timeout": max(int(settings.connect_timeout_s), 1)},
-                configure=_autocommit,
-                pool_factory=_pool_checked_after_idle(settings.ping_after_idle_s),
-            )
+            pool: dict[str, Any] = {
+                "conninfo": psycopg_conninfo(database_url),
+                "min_size": 1,
+                "max_size": settings.pool_size,
+                "timeout": max(settings.connect_timeout_s * 2, 10.0),
+                "kwargs": {"connect_timeout": max(int(settings.connect_timeout_s), 1)},
+                "configure": _autocommit,
+                "pool_factory": _pool_checked_after_idle(settings.ping_after_idle_s),
+            }
+            if database is not None:
+                connector = QueueConnector(database=database, **pool)
+            else:
+                connector = procrastinate.PsycopgConnector(**pool)
         else:
             connector = LocalConnector()
         self.connector = connector

@@ -24,7 +24,8 @@ import asyncpg  # type: ignore[import-untyped]
 import procrastinate
 from procrastinate import exceptions, manager, sql, types
 from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlalchemy.util import greenlet_spawn
+
+from api.db.direct import pooled_driver
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
@@ -89,18 +90,13 @@ class QueueConnector(procrastinate.PsycopgConnector):
         adapt, has_args = _HOT_PATH[query]
         values = adapt(arguments) if adapt is not None else arguments
         statement = self._statements[query]
-        pooled = await self._database.raw_connection()
         try:
-            driver: asyncpg.Connection = pooled.driver_connection
-            try:
+            async with pooled_driver(self._database) as driver:
                 rows = await driver.fetch(statement.sql, *(values[name] for name in statement.names))
-            except asyncpg.UniqueViolationError as exc:
-                raise _unique_violation(exc) from exc
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-                await greenlet_spawn(pooled.invalidate, exc)  # its state is unknown: the pool replaces it
-                raise exceptions.ConnectorException(str(exc)) from exc
-        finally:
-            await greenlet_spawn(pooled.close)
+        except asyncpg.UniqueViolationError as exc:
+            raise _unique_violation(exc) from exc
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            raise exceptions.ConnectorException(str(exc)) from exc
         return [_fetched_row(row) if has_args else dict(row) for row in rows]
 
     async def execute_query_async(self, query: Any, **arguments: Any) -> None:

@@ -141,15 +141,20 @@ ARENAS = textwrap.dedent(
 )
 
 
-def _arenas(cap: int) -> tuple[bool, int]:
-    out = subprocess.run(
-        [sys.executable, "-c", ARENAS, str(cap)],
+def _python(snippet: str, argument: int) -> subprocess.CompletedProcess[str]:
+    """`snippet` run by a fresh interpreter (process-wide settings apply to it alone)."""
+    return subprocess.run(
+        [sys.executable, "-c", snippet, str(argument)],
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     )
+
+
+def _arenas(cap: int) -> tuple[bool, int]:
+    out = _python(ARENAS, cap)
     return out.stdout.split() == ["True"], out.stderr.count("Arena ")
 
 
@@ -218,15 +223,7 @@ GC_RUNS = textwrap.dedent(
 
 
 def _young_collections(threshold: int) -> tuple[int, int]:
-    out = subprocess.run(
-        [sys.executable, "-c", GC_RUNS, str(threshold)],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    threshold_set, runs = out.stdout.split()
+    threshold_set, runs = _python(GC_RUNS, threshold).stdout.split()
     return int(threshold_set), int(runs)
 
 
